@@ -1,9 +1,11 @@
 # tessera: a simulator (C11) and a CUDA engine for serving diffusion LLMs.
 #
 #   make run         build the simulator, install missing Debian packages (as root), run the default simulation
-#   make check       build the simulator and run every CPU test (unit suites, golden scenarios, CLI
-#                    checks, hostile inputs, shellcheck, the unit suites under AddressSanitizer + UBSan,
-#                    planted bugs; its time: README.md)
+#   make check       the fast door: build the simulator and run every CPU test but the planted bugs
+#                    (unit suites, golden scenarios, CLI checks, hostile inputs, shellcheck, the unit
+#                    suites under AddressSanitizer + UBSan; hermetic; its time: README.md)
+#   make check-full  the slow door: what make check leaves out (the planted bugs, the checks over
+#                    ../shared's real traces; its time: README.md)
 #   make check-records  re-derive the records from this build (after a cost-model change)
 #   make engine      build the CUDA engine (wherever nvcc is found; `make` builds it too)
 #   make check-gpu   (GPU machine) the engine's kernels and steps against the CPU reference
@@ -101,7 +103,7 @@ else
 SAY_BUILD := tessera: $(if $(NO_CUDA),NO_CUDA=1,nvcc not found): building the simulator only
 endif
 # (said once: by make check's own build, not by the print-* queries tests/mutate.sh makes)
-ifneq ($(if $(filter check-here,$(MAKECMDGOALS)),1,$(if $(filter 0,$(MAKELEVEL)),$(if $(filter check print-%,$(MAKECMDGOALS)),,1))),)
+ifneq ($(if $(filter check-here,$(MAKECMDGOALS)),1,$(if $(filter 0,$(MAKELEVEL)),$(if $(filter check check-full print-%,$(MAKECMDGOALS)),,1))),)
 $(info $(SAY_BUILD))
 endif
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread -lm)
@@ -139,7 +141,7 @@ $(BUILD)/sim/core/version.o: sim/core/version.c $(VERSION_FILE) $(STAMP) | deps
 ENGINE_OBJ := $(if $(HAVE_CUDA),$(ENGINE_GPU_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SRC:%.cu=$(BUILD)/%.o))
 TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all engine run check check-here check-records check-soak check-layers mutate print-cc print-test-link print-libs check-valgrind calibrate check-slurm bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu check-gpu-tp fuzz deps clean help
+.PHONY: all engine run check check-full check-here check-records check-soak check-layers mutate print-cc print-test-link print-libs check-valgrind calibrate check-slurm bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu check-gpu-tp fuzz deps clean help
 
 ENGINE_LIB := $(if $(HAVE_CUDA),$(BUILD)/libtessera_engine.so)
 ENGINE_TOOLS := $(if $(HAVE_CUDA),$(BUILD)/tests/gpu/check_engine $(BUILD)/engine_bench)
@@ -150,7 +152,7 @@ engine: $(BUILD)/tessera
 	@$(if $(HAVE_CUDA),$(MAKE) --no-print-directory $(ENGINE_LIB) $(ENGINE_TOOLS),echo "make engine: nvcc not found (NVCC=$(NVCC)); the engine is not built" >&2; exit 2)
 
 help:
-	@sed -n '3,16p' Makefile
+	@sed -n '3,19p' Makefile
 
 deps:
 	@$(if $(DEPS),true,bash .ci/install-deps)
@@ -212,16 +214,18 @@ $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/test_util.h tests/golden.h $(BU
 run: $(BUILD)/tessera
 	./$(BUILD)/tessera sim --no-progress
 
-# make check: every CPU test (tests/check.sh: the unit suites with their golden scenarios, the CLI,
-# hostile inputs, shellcheck, README's commands, the suites under ASan + UBSan and the planted bugs,
-# two lanes at once). The engine is left out where no GPU answers: the simulator is then built
-# without it, in $(BUILD)/cpu.
+# make check, the fast door: every CPU test but the planted bugs, hermetic (tests/check.sh fast: the
+# unit suites with their golden scenarios, the CLI, hostile inputs, shellcheck, README's commands, the
+# suites under ASan + UBSan, two lanes at once). make check-full, the slow door: what check leaves
+# out (tests/check.sh full: the planted bugs, the checks over ../shared's real traces). The engine is
+# left out where no GPU answers: the simulator is then built without it, in $(BUILD)/cpu.
 HAVE_GPU = $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo 1)
-check: deps
-	@$(if $(and $(HAVE_CUDA),$(if $(HAVE_GPU),,1)),$(MAKE) --no-print-directory NO_CUDA=1 BUILD=$(BUILD)/cpu check-here,\
-	    $(MAKE) --no-print-directory check-here)
+check check-full: deps
+	@$(if $(and $(HAVE_CUDA),$(if $(HAVE_GPU),,1)),$(MAKE) --no-print-directory NO_CUDA=1 BUILD=$(BUILD)/cpu DOOR=$(if $(filter check-full,$@),full,fast) check-here,\
+	    $(MAKE) --no-print-directory DOOR=$(if $(filter check-full,$@),full,fast) check-here)
+DOOR ?= fast
 check-here: $(BUILD)/tessera $(ENGINE_LIB) $(TESTS)
-	@bash tests/check.sh $(CURDIR)/$(BUILD)/tessera $(BUILD)
+	@bash tests/check.sh $(CURDIR)/$(BUILD)/tessera $(BUILD) $(DOOR)
 
 # the records re-derived (tests/records_test.sh: the fidelity matrices, replays, live runs, clock fit and
 # the shipped calibrations byte for byte): run it when the cost model, the fit or a

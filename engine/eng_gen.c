@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "eng_gen.h"
 #include "kernels.h"
+#include "whole.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -916,13 +917,12 @@ int gen_profile_write(const char *path, const char *name, const struct gen *g, c
         json_array_append_new(steps, json_integer(g->per_step[k]));
     json_object_set_new(root, name, json_pack("{s:f, s:s, s:s, s:o}", "tpf", gen_tpf(g), "decoder", decoder, "source",
                                               source, "steps", steps));
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
-    int rc = json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS);
-    json_decref(root);
-    if (rc != 0 || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return ts_fail(err, "%s: cannot write the profile (%s)", path, strerror(errno));
+    struct ts_whole w; /* (whole or not at all: the profiles already in it stay where this write fails) */
+    if (ts_whole_open(&w, path, TS_WHOLE_REPLACE, NULL, err)) {
+        json_decref(root);
+        return -1;
     }
-    return 0;
+    const bool bad = json_dumpf(root, w.f, JSON_INDENT(2) | JSON_SORT_KEYS) != 0;
+    json_decref(root);
+    return ts_whole_close(&w, bad, err) || bad ? (bad ? ts_fail(err, "%s: cannot write the profile", path) : -1) : 0;
 }

@@ -133,13 +133,16 @@ $line"
 done
 # hf_ms T [LAYERS]: Hugging Face's LLaDA-MoE block at T tokens as PyTorch eager ran it on an H100
 # (records/torch-moe-h100), ms a layer, or a forward over LAYERS layers (the record on sqlite3's
-# stdin, its path never SQL text)
+# stdin, its path never SQL text; T and LAYERS are numbers or refused)
 hf_ms() {
-    local n=${2:-1} f
+    local t=$1 n=${2:-1} f digits
+    [[ $t =~ ^[0-9]+$ ]] || { echo "$EXP: hf_ms: T '$t' is not a number" >&2; exit 2; }
+    [[ $n =~ ^[0-9]+$ ]] || { echo "$EXP: hf_ms: LAYERS '$n' is not a number" >&2; exit 2; }
+    digits=$((n > 1 ? 0 : 1))
     f="$(dirname "$0")/records/torch-moe-h100/moe.jsonl"
-    sqlite3 :memory: "SELECT printf('%.$([ "$n" -gt 1 ] && echo 0 || echo 1)f', json_extract(value, '\$.ms') * $n)
+    sqlite3 :memory: "SELECT printf('%.${digits}f', json_extract(value, '\$.ms') * $n)
         FROM json_each('[' || replace(trim(readfile('/dev/stdin'), char(10)), char(10), ',') || ']')
-        WHERE json_extract(value, '\$.T') = $1" <"$f"
+        WHERE json_extract(value, '\$.T') = $t" <"$f"
 }
 # tessera's roofline of one forward of vLLM's Qwen2.5-3B with no cache and no host time
 vllm_floor=$(awk -v ms="$(roofline_ms h800 qwen2.5-3b 1,1,0,1)" 'BEGIN { printf "%.2f", ms }')

@@ -83,6 +83,11 @@ struct sim_summary {
     bool overloaded;
 };
 #define SIM_OVERLOAD_MIN 30
+/* The overload rule, one for a single run, a fleet and each of its replicas: the requests outstanding
+ * at a third of the arrivals and at the last (outstanding[0], [1]) grew more than twice, and by more
+ * than SIM_OVERLOAD_MIN / 6, and they arrive (offered_rps) more than 10% faster than the run finishes
+ * them (served_rps). */
+bool sim_overload_rule(const int64_t outstanding[2], double offered_rps, double served_rps);
 
 /* Live execution (`tessera sim --executor gpu`): an executor runs every step for real and returns
  * its time, which replaces the cost model's on the clock (the cost model still prices the step,

@@ -381,17 +381,20 @@ void sim_requests_summary(struct sim *s)
     if (fflush(s->lat_spill) || lat_quantile(s, 0.50, &m->lat_p50_s) || lat_quantile(s, 0.90, &m->lat_p90_s) ||
         lat_quantile(s, 0.99, &m->lat_p99_s))
         spill_failed(s);
-    /* overload: the requests outstanding grow through the arrivals (more than twice, and by more than
-     * SIM_OVERLOAD_MIN / 6, from a third of the way to the last), and arrive faster than the run
-     * finishes them */
+    /* overload (sim_overload_rule): the requests outstanding at a third of the arrivals and at the last */
     const int64_t n = s->num_reqs;
     if (!s->fed && n >= SIM_OVERLOAD_MIN && s->at_arrival_ns[1] > 0) {
         m->outstanding[0] = n / 3 - s->gone_before[0];
         m->outstanding[1] = n - 1 - s->gone_before[1];
         m->offered_rps = (double)(n - 1) / ((double)s->at_arrival_ns[1] * 1e-9);
-        const double served = (double)m->num_finished / ((double)m->makespan_ns * 1e-9);
-        m->overloaded = m->outstanding[1] > 2 * m->outstanding[0] + SIM_OVERLOAD_MIN / 6 && m->offered_rps > 1.1 * served;
+        m->overloaded = sim_overload_rule(m->outstanding, m->offered_rps,
+                                          (double)m->num_finished / ((double)m->makespan_ns * 1e-9));
     }
+}
+
+bool sim_overload_rule(const int64_t outstanding[2], double offered_rps, double served_rps)
+{
+    return outstanding[1] > 2 * outstanding[0] + SIM_OVERLOAD_MIN / 6 && offered_rps > 1.1 * served_rps;
 }
 
 void sim_requests_free(struct sim *s)

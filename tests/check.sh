@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# check.sh: what `make check` runs once the simulator and its suites are built. Two lanes share the
-# machine's cores:
-#   A: the Check suites (one a module, golden scenarios among them), the layering and function-length
-#      checks, shellcheck over the scripts (shellcheck_test.sh), the database's reliability, hostile
-#      inputs (tests/hostile/), README's commands, the command line (cli_test.sh), the rules every
-#      command keeps (rules_test.sh) and the papers' figures (figures_test.sh);
-#   B: the suites again under AddressSanitizer + UBSan (built here, host code only);
-# then each lane takes a share of the planted bugs (mutate.sh): B three fifths, A, the longer without
-# them, two.
+# check.sh: what `make check` (the fast door) and `make check-full` (the slow one) run once the
+# simulator and its suites are built. Two lanes share the machine's cores.
+#   fast (make check; hermetic: reads nothing outside the repository):
+#     A: the Check suites (one a module, golden scenarios among them), the layering and
+#        function-length checks, shellcheck over the scripts (shellcheck_test.sh), no SQL text from
+#        data in the scripts (sql_text_test.sh), the database's reliability, hostile inputs
+#        (tests/hostile/), README's commands, the command line (cli_test.sh), the rules every command
+#        keeps (rules_test.sh) and the papers' figures (figures_test.sh);
+#     B: the suites again under AddressSanitizer + UBSan (built here, host code only), and the
+#        command line so built fed hostile run files and databases (sanitized_cli_test.sh, leaks
+#        included), then the database's reliability (db_test.sh), the longest part of A's.
+#   full (make check-full): what the fast door leaves out: the planted bugs (mutate.sh), a share a
+#     lane, and the checks that read ../shared's real traces (shared_test.sh).
 # A line of progress at least every 30 s, one line a part when it ends (its failures under it), and
 # one closing line "check: N passed, M failed" summed over every part.
-# Usage: check.sh TESSERA_BIN BUILD   (BUILD: the build the suites are in; the sanitizer build goes
-# to BUILD/asan)
+# Usage: check.sh TESSERA_BIN BUILD [fast|full]   (BUILD: the build the suites are in; the sanitizer
+# build goes to BUILD/asan)
 set -u
-bin=${1:?usage: check.sh TESSERA_BIN BUILD}
-build=${2:?usage: check.sh TESSERA_BIN BUILD}
+bin=${1:?usage: check.sh TESSERA_BIN BUILD [fast|full]}
+build=${2:?usage: check.sh TESSERA_BIN BUILD [fast|full]}
+door=${3:-fast}
+case $door in fast | full) ;; *) echo "check.sh: '$door' is not fast or full" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.." || exit 2
 # the shipped calibrations only: none made on this machine (make calibrate) may answer for them
@@ -58,14 +64,21 @@ asan() {
     for t in "${suites[@]}"; do sanitized+=("$build/asan/tests/$(basename "$t")"); done
     make -s --no-print-directory BUILD="$build/asan" NO_CUDA=1 \
         OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-        "${sanitized[@]}" || return 1
+        "${sanitized[@]}" "$build/asan/tessera" || return 1
     suites_run "${sanitized[@]}"
+    local rc=$?
+    bash "$here/sanitized_cli_test.sh" "$build/asan/tessera" || rc=1
+    return $rc
 }
 
 # lane B in the background
 (
-    part asan asan
-    BUILD=$build SHARD=1,3,5/5 part mutate-1 bash "$here/mutate.sh"
+    if [ "$door" = fast ]; then
+        part asan asan
+        part db bash "$here/db_test.sh" "$bin"
+    else
+        BUILD=$build SHARD=1,3,5/5 part mutate-1 bash "$here/mutate.sh"
+    fi
 ) &
 lane_b=$!
 # progress: what is running, every 30 s
@@ -77,18 +90,23 @@ lane_b=$!
 ) &
 ticker=$!
 
-echo "check: lane A: the unit suites, layers, functions, shellcheck, db, hostile, readme, cli, rules, figures, two fifths of the mutations; lane B: asan, the other three fifths"
-part unit suites_run "${suites[@]}"
-BUILD=$build part layers bash "$here/check_layers.sh"
-part functions bash "$here/check_functions.sh"
-part shellcheck bash "$here/shellcheck_test.sh"
-part db bash "$here/db_test.sh" "$bin"
-part hostile bash "$here/hostile/hostile_test.sh" "$bin"
-part readme bash "$here/readme_test.sh" "$bin"
-part cli bash "$here/cli_test.sh" "$bin"
-part rules bash "$here/rules_test.sh" "$bin"
-part figures bash "$here/figures_test.sh" "$bin"
-BUILD=$build SHARD=2,4/5 part mutate-2 bash "$here/mutate.sh"
+if [ "$door" = fast ]; then
+    echo "check: lane A: the unit suites, layers, functions, shellcheck, sql text, hostile, readme, cli, rules, figures; lane B: asan, db"
+    part unit suites_run "${suites[@]}"
+    BUILD=$build part layers bash "$here/check_layers.sh"
+    part functions bash "$here/check_functions.sh"
+    part shellcheck bash "$here/shellcheck_test.sh"
+    part sql-text bash "$here/sql_text_test.sh"
+    part hostile bash "$here/hostile/hostile_test.sh" "$bin"
+    part readme bash "$here/readme_test.sh" "$bin"
+    part cli bash "$here/cli_test.sh" "$bin"
+    part rules bash "$here/rules_test.sh" "$bin"
+    part figures bash "$here/figures_test.sh" "$bin"
+else
+    echo "check: lane A: the checks over ../shared, two fifths of the planted bugs; lane B: the other three fifths"
+    part shared bash "$here/shared_test.sh" "$bin"
+    BUILD=$build SHARD=2,4/5 part mutate-2 bash "$here/mutate.sh"
+fi
 wait $lane_b
 kill $ticker 2>/dev/null
 wait $ticker 2>/dev/null

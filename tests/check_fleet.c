@@ -103,6 +103,47 @@ START_TEST(one_replica_is_the_instance)
 }
 END_TEST
 
+/* Overload is one rule for a run and a fleet: a fleet of one replica judges a workload as the instance
+ * does (the same requests outstanding at a third of the arrivals and at the last, counted by the
+ * instance from its own requests and by the fleet from its replicas' loads), overloaded where the
+ * arrivals outrun the card (a request every 2 ms) and not where they leave it idle (one every 2 s);
+ * a fleet of two judges itself and each replica, the rate offered each replica its routed share. */
+START_TEST(overload_judged_as_the_instance)
+{
+    static const double gaps_ms[] = {2, 2000};
+    for (size_t k = 0; k < TS_ARRAY_LEN(gaps_ms); k++) {
+        struct sim_config c;
+        config(&c, trace_file(0, 90, gaps_ms[k], 0, 0));
+        struct ts_err err;
+        struct sim *s = sim_create(&c, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        ck_assert_int_eq(sim_run(s, &err), 0);
+        struct sim_summary a;
+        sim_get_summary(s, &a);
+        sim_destroy(s);
+        ck_assert_msg(a.overloaded == (k == 0), "gap %g ms: the instance %s overloaded", gaps_ms[k],
+                      a.overloaded ? "is" : "is not");
+        struct fleet_result r;
+        run_fleet(&c, 1, "round-robin", 0, 0, &r);
+        ck_assert_msg(r.fleet.outstanding[0] == a.outstanding[0] && r.fleet.outstanding[1] == a.outstanding[1],
+                      "gap %g ms: outstanding %lld, %lld; the instance's %lld, %lld", gaps_ms[k],
+                      (long long)r.fleet.outstanding[0], (long long)r.fleet.outstanding[1],
+                      (long long)a.outstanding[0], (long long)a.outstanding[1]);
+        ck_assert_double_eq_tol(r.fleet.offered_rps, a.offered_rps, 1e-9 * a.offered_rps);
+        ck_assert(r.fleet.overloaded == a.overloaded && r.replica[0].overloaded == a.overloaded);
+        fleet_result_free(&r);
+        run_fleet(&c, 2, "round-robin", 0, 0, &r);
+        ck_assert_msg(r.fleet.overloaded == (k == 0), "gap %g ms: the fleet of two", gaps_ms[k]);
+        for (int i = 0; i < 2; i++) {
+            ck_assert_msg(r.replica[i].overloaded == (k == 0), "gap %g ms: replica %d", gaps_ms[k], i);
+            ck_assert_double_eq_tol(r.replica[i].offered_rps, (double)r.routed[i] / (89 * gaps_ms[k] * 1e-3),
+                                    1e-9 * r.replica[i].offered_rps);
+        }
+        fleet_result_free(&r);
+    }
+}
+END_TEST
+
 /* Round robin over three replicas: each its third of the trace, and the fleet's percentiles those
  * of every request's latency, sorted (each third run as an instance of its own, its requests kept). */
 START_TEST(round_robin_percentiles_exact)
@@ -1201,6 +1242,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, one_replica_is_the_instance, 0, 2);
+    tcase_add_test(tc, overload_judged_as_the_instance);
     tcase_add_test(tc, round_robin_percentiles_exact);
     tcase_add_test(tc, routers_place_by_load);
     tcase_add_test(tc, fleet_accuracy_weighted_by_tokens);

@@ -716,13 +716,6 @@ contains "trace gen --seed -1" "--seed"
 expect 0 "trace gen --rps 0 is its default rate" -- "$bin" trace gen --requests 50 --rps 0 --seed 3 --out "$tmp/rps0.csv"
 expect 0 "trace gen --rps 1" -- "$bin" trace gen --requests 50 --rps 1 --seed 3 --out "$tmp/rps1.csv"
 cmp -s "$tmp/rps0.csv" "$tmp/rps1.csv" && ok || bad "trace gen --rps 0 is not 1 req/s"
-raw=../shared/traces/raw
-if [ -d "$raw" ]; then
-    expect 0 "trace info azure" -- "$bin" trace info "$raw/AzureLLMInferenceTrace_conv.csv"
-    contains "azure" "azure trace, 19366 requests"
-    expect 0 "rescale a real trace" -- "$bin" trace gen --rescale "$raw/mooncake_conversation_trace.jsonl" --rps 2 --requests 50 --out "$tmp/mc.csv"
-    expect 0 "sim on Azure code" -- "$bin" sim --trace "$raw/AzureLLMInferenceTrace_code.csv" --requests 300 --rps 2 --clip-prompt --quiet
-fi
 
 # figures from a database
 if command -v gnuplot >/dev/null; then
@@ -1447,19 +1440,13 @@ expect 0 "sim with a scored decode profile" -- "$bin" sim --decode hierarchical:
 contains "sim with a scored decode profile" "accuracy      80.97% expected on GSM8K"
 [ "$(sqlite3 "$tmp/acc.db" "SELECT expected_accuracy || ' ' || accuracy_task FROM summary" 2>/dev/null)" = "80.97 GSM8K" ] &&
     ok || bad "the database's summary lacks the expected accuracy"
-# the crossover against AR serving, reduced to batches 1, 8 and 64: the dLLM with its cache and parallel
-# decoding ahead at 1, AR ahead of every dLLM variant at 64; one at a time, AR takes a prefill step and
-# then a step a token (8 requests of 256: 8 x 257 steps), the dLLM at one token a step 8 x 256
-expect 0 "exp run fleet" -- env REQUESTS=600 "$bin" exp run fleet "$tmp/fleet-exp"
-[ "$(grep -c '| holds |' "$tmp/fleet-exp/report.md")" = 16 ] && ok || bad "exp run fleet: a check does not hold ($tmp/fleet-exp/report.md)"
-[ "$(grep -c . "$tmp/fleet-exp/results.jsonl")" = 52 ] && ok || bad "exp run fleet: not 52 runs"
-if command -v gnuplot >/dev/null; then
-    for f in autoscale sizes disagg load-control affinity; do is_png "$tmp/fleet-exp/$f.png" "exp run fleet"; done
-fi
 expect 0 "exp run mechanisms" -- env REQUESTS=40 "$bin" exp run mechanisms "$tmp/mech"
 [ "$(grep -c '| holds |' "$tmp/mech/report.md")" = 21 ] && ok || bad "exp run mechanisms: a check does not hold ($tmp/mech/report.md)"
 [ "$(grep -c . "$tmp/mech/results.jsonl")" = 31 ] && ok || bad "exp run mechanisms: not 31 runs"
 if command -v gnuplot >/dev/null; then is_png "$tmp/mech/figure.png" "exp run mechanisms"; fi
+# the crossover against AR serving, reduced to batches 1, 8 and 64: the dLLM with its cache and parallel
+# decoding ahead at 1, AR ahead of every dLLM variant at 64; one at a time, AR takes a prefill step and
+# then a step a token (8 requests of 256: 8 x 257 steps), the dLLM at one token a step 8 x 256
 expect 0 "exp run crossover" -- env BATCHES="1 8 64" LIMIT=64 "$bin" exp run crossover "$tmp/arx"
 got=$(python3 -c 'import json, sys
 r = {(o["system"], o["batch"]): o for o in map(json.loads, open(sys.argv[1]))}

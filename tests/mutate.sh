@@ -4,7 +4,8 @@
 # flags the build gives it, and linked ahead of the built library into the suites that cover it (its
 # functions then replace the library's), which must fail. The repository and its build are never
 # touched. A mutation whose text is no longer in its file is reported as stale (the code moved:
-# update the list). Prints one line a mutation and a closing "mutate: N passed, M failed" (a
+# update the list). A suite named hostile:CASE is the command line linked with the mistake in it and
+# run through the hostile inputs of tests/hostile/CASE.case.sh. Prints one line a mutation and a closing "mutate: N passed, M failed" (a
 # mutation passes when it is killed); exits 1 when any survives or is stale.
 # Usage: mutate.sh [FILTER]   (FILTER: run only the mutations whose name contains it)
 # Environment: BUILD (the build whose libtessera.a and flags it uses, default build), JOBS (mutations
@@ -142,8 +143,20 @@ mutations=(
     "the guard sets no authorizer|sim/db/db_guard.c|    rc \x7c= sqlite3_set_authorizer(db, authorize, NULL) != SQLITE_OK;|    rc \x7c= 0;|check_sim"
     "the guard lets any ATTACH through|sim/db/db_guard.c|        return allow ? SQLITE_OK : SQLITE_DENY;|        return SQLITE_OK;|check_sim"
     "the guard leaves a file's triggers on|sim/db/db_guard.c|    static const int off[] = {SQLITE_DBCONFIG_TRUSTED_SCHEMA, SQLITE_DBCONFIG_ENABLE_TRIGGER,|    static const int off[] = {SQLITE_DBCONFIG_TRUSTED_SCHEMA,|check_sim"
-    "db merge takes any object of a declared name's kind|sim/db/db_merge.c|        else if (!want \x7c\x7c strcmp(want, type) != 0)|        else if (!want \x26\x26 0)|check_sim"
-    "db merge takes a column no tessera table has|sim/db/db_merge.c|        if (db_has_column(m->decl, \"main\", t, col ? col : \"\") != 1)|        if (db_has_column(m->decl, \"main\", t, col ? col : \"\") < 0)|check_sim"
+    "the check takes any column definition that begins with one of tessera's|sim/db/db_own.c|        if (k == n \x26\x26 strncmp(at, piece, n) == 0)|        if (k <= n \x26\x26 strncmp(at, piece, k) == 0)|check_db"
+    "the check accepts an index by its name alone and does not compare its SQL text|sim/db/db_own.c|            if (!dsql[0] \x7c\x7c !sql \x7c\x7c strcmp(sql, dsql) != 0)|            if (!dsql[0] \x7c\x7c !sql)|check_db"
+    "the check accepts an index under SQLite's automatic-index name even when it has SQL text|sim/db/db_own.c|    if (strncmp(name, \"sqlite_autoindex_\", 17) == 0 \x26\x26 strcmp(type, \"index\") == 0 \x26\x26 !sql) {|    if (strncmp(name, \"sqlite_autoindex_\", 17) == 0 \x26\x26 strcmp(type, \"index\") == 0) {|check_db"
+    "the bounds check lets a run of steps overlap the one before it or start before step 0|sim/db/db_own.c|r.first_step != coalesce(r.prev + 1, 0)|r.first_step > coalesce(r.prev + 1, 0)|check_db"
+    "the bounds check lets a run of segments end one step past the run's last step|sim/db/db_own.c|g.last_step >= s.num_steps|g.last_step > s.num_steps|check_db"
+    "the guard leaves every connection non-defensive, so the schema can be written|sim/db/db_guard.c|db_guard_trust(db, false)|db_guard_trust(db, true)|check_db"
+    "the authorizer refuses DETACH instead of ATTACH, so any ATTACH goes through|sim/db/db_guard.c|    case SQLITE_ATTACH:|    case SQLITE_DETACH:|check_db"
+    "the writer spots its own input only by the same path text, so it replaces the input when it has another name|sim/core/whole.c|    if (ts_same_file(path, input))|    if (input \x26\x26 strcmp(path, input) == 0)|hostile:db-rule"
+    "the writer does not catch SIGXFSZ, so hitting a file-size limit leaves the temporary behind|sim/core/whole.c|static const int caught[] = {SIGINT, SIGTERM, SIGXFSZ};|static const int caught[] = {SIGINT, SIGTERM};|hostile:db-rule"
+    "the export's row count leaves out one step per run, so the cap lets too many rows through|sim/db/db_export.c|\"coalesce(sum(last_step - first_step + 1), 0)\"|\"coalesce(sum(last_step - first_step), 0)\"|hostile:db-rule"
+    "the merge does not add a new run to the temp table, so the same run from a second input lands twice|sim/db/db_merge.c|            if (sqlite3_step(ins) != SQLITE_DONE \x7c\x7c sqlite3_step(note) != SQLITE_DONE) {|            if (sqlite3_step(ins) != SQLITE_DONE) {|check_db"
+    "a run file is allowed to name db, an output path|sim/cli/cli_runfile.c|    static const char *const writes[] = {\"db\", \"append\", \"replace\", \"gemm-cache\"};|    static const char *const writes[] = {\"append\", \"replace\", \"gemm-cache\"};|hostile:db-rule"
+    "the run-file writer looks for control characters in the option's name instead of its value|sim/cli/cli_runfile.c|    if (value \x26\x26 has_control(value))|    if (value \x26\x26 has_control(name))|hostile:db-rule"
+    "db show puts line breaks from stored text into its comment line without escaping them|sim/cli/cli_db.c|        if (*text < 0x20 \x7c\x7c *text == 0x7f)|        if (*text < 0x0a \x7c\x7c *text == 0x7f)|hostile:db-rule"
     "db merge copies the rows of a run OUT holds already|sim/db/db_merge.c|        if (!r \x7c\x7c r->id == 0) /* a row of no run, or of a run OUT holds already */|        if (!r) /* a row of no run, or of a run OUT holds already */|check_sim"
     "db merge counts no run it holds already|sim/db/db_merge.c|            m->already++;|            ;|check_sim"
     "a fleet keeps every control reading|sim/fleet/fleet.c|    if (last \x26\x26 same(last, p) \x26\x26 same(last - size, p)) {|    if (0) {|check_fleet"
@@ -364,8 +377,25 @@ mutations=(
 
 # the build's compile line for a file, and the suites' link line, as the Makefile gives them
 mk() { make -s --no-print-directory BUILD="$build" "$@"; }
-mk "$build/libtessera.a" >/dev/null || { echo "mutate: FAIL: the library does not build"; exit 1; }
+mk "$build/libtessera.a" "$build/tessera" >/dev/null || { echo "mutate: FAIL: the library does not build"; exit 1; }
 link=$(mk print-test-link) && libs=$(mk print-libs) || exit 1
+# cli_with DIR FILE: DIR/tessera, the command line linked with DIR/m.o (FILE mutated) in place of
+# FILE's object: a file of the command line's own (sim/cli/) replaced among its objects, a library
+# file replaced in a copy of the library
+cli_with() {
+    local dir=$1 file=$2 objs=() o lib=$build/libtessera.a
+    for o in "$build"/sim/cli/*.o; do [ "$o" = "$build/${file%.c}.o" ] || objs+=("$o"); done
+    if [[ $file == sim/cli/* ]]; then
+        objs+=("$dir/m.o")
+    else
+        lib=$dir/lib.a
+        cp "$build/libtessera.a" "$lib"
+        cp "$dir/m.o" "$dir/$(basename "${file%.c}").o"
+        ar d "$lib" "$(basename "${file%.c}").o" && ar q "$lib" "$dir/$(basename "${file%.c}").o" || return 1
+    fi
+    # shellcheck disable=SC2086 # the link line and the libraries: the Makefile's words, split on purpose
+    $link -rdynamic -o "$dir/tessera" "${objs[@]}" -Wl,--whole-archive "$lib" -Wl,--no-whole-archive $libs -ldl
+}
 # one mutation (its index in mutations): prints its line; exits 0 when killed
 plant() {
     local i=$1 name file from to suites dir src caught="" s
@@ -392,6 +422,17 @@ PY
         return 0
     fi
     for s in $suites; do
+        if [[ $s == hostile:* ]]; then # the command line with the mutation in it, run through a hostile case
+            if ! cli_with "$dir" "$file" >"$dir/log" 2>&1; then
+                caught="$s (does not link)"
+                break
+            fi
+            (cd "$root" && bash tests/hostile/hostile_test.sh "$dir/tessera" "${s#hostile:}" >/dev/null 2>&1) || {
+                caught=$s
+                break
+            }
+            continue
+        fi
         # shellcheck disable=SC2086 # the link line and the libraries: the Makefile's words, split on purpose
         if ! $link -o "$dir/$s" "$work/$s.o" "$work/test_util.o" "$dir/m.o" "$build/libtessera.a" $libs >"$dir/log" 2>&1; then
             caught="$s (does not link)"
@@ -420,7 +461,7 @@ for i in "${picked[@]}"; do
     suites_used+=" $suites"
 done
 # shellcheck disable=SC2086 # the suites named, a word each
-for s in test_util $(printf '%s\n' $suites_used | sort -u); do
+for s in test_util $(printf '%s\n' $suites_used | grep -v '^hostile:' | sort -u); do
     src=tests/$s.c
     $link -c "$src" -o "$work/$s.o" || { echo "mutate: FAIL: $src does not build"; exit 1; }
 done

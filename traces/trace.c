@@ -109,8 +109,8 @@ static int field_count(const char *path, int64_t line, const char *name, const c
     int64_t v;
     double d;
     if (ts_parse_i64(s, &v) != 0) {
-        /* some dumps write counts as 12.0 */
-        if (ts_parse_double(s, &d) != 0 || d != floor(d))
+        /* some dumps write counts as 12.0 (decimal: strtod's hexadecimal, inf and nan are no count) */
+        if (s[strspn(s, "0123456789.eE+- \t\r")] || ts_parse_double(s, &d) != 0 || d != floor(d))
             return ts_fail(err, "%s:%lld: %s: not an integer ('%s')", path, (long long)line, name, s);
         v = fabs(d) < 1e15 ? (int64_t)d : (d < 0 ? -1 : 100000001);
     }

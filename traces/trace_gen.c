@@ -63,6 +63,7 @@
 #include <unistd.h>
 
 #include "trace.h"
+#include "whole.h"
 
 #define SHAREGPT_MU_P 7.0065
 #define SHAREGPT_SIGMA_P 1.6257
@@ -430,28 +431,20 @@ void trace_truncate(struct trace *t, int64_t n)
 
 int trace_write(const struct trace *t, const char *path, struct ts_err *err)
 {
-    char tmp[4200]; /* a file is written beside path and renamed onto it: whole or not at all */
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    /* a file is written beside path and renamed onto it: whole or not at all (whole.h) */
     const bool out = strcmp(path, "-") == 0;
-    FILE *f = out ? stdout : fopen(tmp, "w");
-    if (!f)
-        return ts_fail(err, "%s: cannot create", path);
+    struct ts_whole w = {.slot = -1};
+    if (!out && ts_whole_open(&w, path, TS_WHOLE_REPLACE, NULL, err))
+        return -1;
+    FILE *f = out ? stdout : w.f;
     fprintf(f, "arrival_ns,prompt_tokens,output_tokens\n");
     for (int64_t i = 0; i < t->n; i++)
         fprintf(f, "%lld,%d,%d\n", (long long)t->reqs[i].arrival_ns, t->reqs[i].prompt,
                 t->reqs[i].output);
-    int bad = ferror(f) || fflush(f) != 0;
-    int why = bad ? errno : 0; /* the first failure's cause: a full disk, say */
-    if (!out) {
-        if (fclose(f) != 0 && !bad)
-            bad = 1, why = errno;
-        if (!bad && rename(tmp, path) != 0)
-            bad = 1, why = errno;
-        if (bad)
-            remove(tmp);
-    }
-    if (bad)
-        return ts_fail(err, "%s: cannot write it: %s", path, why ? strerror(why) : "write error");
+    if (!out)
+        return ts_whole_close(&w, false, err);
+    if (ferror(f) || fflush(f) != 0)
+        return ts_fail(err, "%s: cannot write it: %s", path, strerror(errno));
     return 0;
 }
 

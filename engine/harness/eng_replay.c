@@ -292,6 +292,9 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
         fprintf(stderr, "tessera engine replay: %s: cannot open the database\n", path);
         goto done;
     }
+    /* (the one rule for reading a database: its objects tessera's, the run's steps bounded by it) */
+    if (db_own(rp.db, path, &err) || db_bounded(rp.db, path, run_id > 0 ? run_id : -1, &err))
+        goto fail;
     if (replay_read_run(&rp, run_id, &ffn_chunks, &err) || replay_read_sizes(&rp, max_steps, ffn_chunks, &err))
         goto fail;
     rp.o.mem_limit = (int64_t)(mem_limit_gb * 1e9);

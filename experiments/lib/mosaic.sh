@@ -42,8 +42,9 @@ mo_name() {
 MO_LMAX_LABEL="Longest context Lₘₐₓ (tokens)"
 
 # mo_json FILE KEY: a number from mem plan's or mem lmax's JSON (empty where FILE is missing; the
-# file reaches sqlite3 on stdin, its path never SQL text)
+# file reaches sqlite3 on stdin, its path never SQL text; KEY is a name or refused)
 mo_json() {
+    [[ $2 =~ ^[A-Za-z][A-Za-z0-9_]*$ ]] || { echo "$EXP: mo_json: '$2' is not a key's name" >&2; exit 2; }
     if [ -r "$1" ]; then sqlite3 :memory: "SELECT json_extract(readfile('/dev/stdin'), '\$.$2')" <"$1"; else echo; fi
 }
 
@@ -116,12 +117,15 @@ MO_TORCH=("$(dirname "${BASH_SOURCE[0]}")/../records/torch-lmax-h100/torch_lmax.
 # VALUE; empty when the harness did not measure it
 mo_line() { cat "${MO_TORCH[@]}" | grep -F "\"model\": \"$1\", \"mode\": \"$2\", \"$3\": $4," || true; }
 
-# mo_measured MODEL MODE KEY VALUE FIELD: FIELD of that line (empty without one); the line enters the
-# SQL as a string literal, each single quote doubled
+# mo_measured MODEL MODE KEY VALUE FIELD: FIELD of that line (empty without one); the line reaches
+# sqlite3 on stdin, imported as a table's one value (--ascii: no comma or quote splits it), never
+# SQL text; FIELD is a name or refused
 mo_measured() {
     local line
+    [[ $5 =~ ^[A-Za-z][A-Za-z0-9_]*$ ]] || { echo "$EXP: mo_measured: '$5' is not a field's name" >&2; exit 2; }
     line=$(mo_line "$1" "$2" "$3" "$4")
-    [ -n "$line" ] && sqlite3 :memory: "SELECT json_extract('${line//\'/\'\'}', '\$.$5')"
+    [ -n "$line" ] && sqlite3 :memory: "CREATE TABLE l(j)" ".import --ascii /dev/stdin l" \
+        "SELECT json_extract(j, '\$.$5') FROM l" <<<"$line"
 }
 
 # mo_card_mib GPU: the card's memory in MiB, the limit the harness ran under for it
@@ -134,13 +138,14 @@ mo_card_mib() {
 }
 
 # mo_full_ms MODEL MODE L: the harness's step at L tokens over every layer, from its layers' time
-# (measured over layers_run of them) and the head's (the step's time less the layers')
+# (measured over layers_run of them) and the head's (the step's time less the layers'); the line
+# reaches sqlite3 on stdin, as mo_measured's does
 mo_full_ms() {
     local line
     line=$(mo_line "$1" "$2" L "$3")
-    [ -n "$line" ] && sqlite3 :memory: "SELECT json_extract(j, '\$.layers') * 1.0 / json_extract(j, '\$.layers_run') *
-        json_extract(j, '\$.layers_ms') + json_extract(j, '\$.step_ms') - json_extract(j, '\$.layers_ms')
-        FROM (SELECT '$line' AS j)"
+    [ -n "$line" ] && sqlite3 :memory: "CREATE TABLE l(j)" ".import --ascii /dev/stdin l" \
+        "SELECT json_extract(j, '\$.layers') * 1.0 / json_extract(j, '\$.layers_run') *
+        json_extract(j, '\$.layers_ms') + json_extract(j, '\$.step_ms') - json_extract(j, '\$.layers_ms') FROM l" <<<"$line"
 }
 
 # mo_compile lmax MODEL GPU | mo_compile time MODEL L: Mosaic-Compile over the baselines' torch

@@ -66,8 +66,9 @@ paper_init() {
 }
 
 # json FILE KEY: a number from a summary tessera sim --json wrote (empty where FILE is missing); the
-# file reaches sqlite3 on stdin, so that its path is never SQL text
+# file reaches sqlite3 on stdin, so that its path is never SQL text; KEY is a name or refused
 json() {
+    [[ $2 =~ ^[A-Za-z][A-Za-z0-9_]*$ ]] || { echo "$EXP: json: '$2' is not a key's name" >&2; exit 2; }
     if [ -r "$1" ]; then sqlite3 :memory: "SELECT json_extract(readfile('/dev/stdin'), '\$.$2')" <"$1"; else echo; fi
 }
 

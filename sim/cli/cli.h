@@ -25,11 +25,13 @@ struct sim_config;
 struct sim_summary;
 struct ts_err;
 int cli_sim_parse(int argc, char **argv, struct sim_config *c);
-/* A run file (cli_runfile.c): where argv holds --config FILE, *nargv is argv[0], the file's options (one
- * a line, each checked by parse, tessera sim's parser, a bad one named by its line) and the rest of
- * argv; else NULL.
- * -1 with err for a file that cannot be read or holds a bad line. cli_runfile_write writes c as a run
- * file: its preset, then each stored option and parameter that differs from it. */
+/* A run file (cli_runfile.c): where argv holds --config FILE, out->argv is argv[0], the file's options
+ * (one a line, each checked by parse, tessera sim's parser, a bad one named by its line) and the rest
+ * of argv; else NULL.
+ * -1 with err for a file that cannot be read or holds a bad line; a run file holds no option that
+ * writes an output (--db, --append, --replace, --gemm-cache). cli_runfile_write writes c as a run
+ * file: its preset, then each stored option and parameter that differs from it; -1 with err, nothing
+ * written, where a value holds a control character (a line break would begin a line of its own). */
 /* --interval P (cli_interval.c): the summary's figures (throughput, mean/p50/p90/p99 latency, energy)
  * over iv->runs replicates of the configuration, each drawing the sources of variance of
  * sim/data/variance.csv that the run has (an eager runtime's host, from run to run and, without
@@ -59,8 +61,16 @@ struct db_out;
 /* The interval as --json gives it, stored beside the run's summary (the database's interval_json). */
 void cli_interval_to_db(const struct cli_interval *iv, struct db_out *out);
 typedef int (*cli_parse_fn)(int argc, char **argv, struct sim_config *c);
-int cli_runfile_expand(int argc, char **argv, int *nargc, char ***nargv, cli_parse_fn parse, struct ts_err *err);
-void cli_runfile_write(const struct sim_config *c, FILE *f);
+/* argv with a run file's options in place of --config FILE: argv[1 .. 1 + owned) are the file's (held
+ * until cli_args_free), the rest argv's own. */
+struct cli_args {
+    int argc;
+    char **argv; /* NULL: argv held no --config */
+    int owned;
+};
+int cli_runfile_expand(int argc, char **argv, struct cli_args *out, cli_parse_fn parse, struct ts_err *err);
+void cli_args_free(struct cli_args *a);
+int cli_runfile_write(const struct sim_config *c, FILE *f, struct ts_err *err);
 /* The name of the tessera sim option that argument `word` (--NAME or --NAME=VALUE) gives, as the
  * parser resolves it: its exact name, else the one option it abbreviates; NULL where it gives none
  * (not an option, unknown, or an ambiguous abbreviation, which the parser refuses). */
@@ -68,6 +78,9 @@ const char *cli_sim_option(const char *word);
 struct json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m);
 /* The summary's prompt cache line (--prompt-cache), where its prefills ran with one. */
 void cli_print_prompt_cache(const struct sim_summary *m);
+/* The summary's overloaded line (sim_overload_rule), where it is: what the run is ("configuration",
+ * "fleet") named in it. */
+void cli_print_overload(const struct sim_summary *m, const char *what);
 /* Prints o compactly on a line (its reals to 10 digits), and releases it. */
 void cli_print_json(struct json_t *o);
 /* The run's summary as tessera sim prints it; the reasons its requests were rejected, each with how

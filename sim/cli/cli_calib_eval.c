@@ -27,6 +27,7 @@
 #include "setup.h"
 #include "sim.h"
 #include "step_desc.h"
+#include "whole.h"
 
 int cli_calib_load_fit(const char *path, const char *gpu, struct calib **out, struct ts_err *err)
 {
@@ -252,10 +253,29 @@ static void recorded_knobs(struct knob_cursor *kc, int64_t step, const int64_t d
         db_step_knobs(kc->q, sd);
 }
 
+/* The run database at dbpath opened by the one rule for reading one (db_open_run, db_bounded), and its
+ * latest replayed run's id and configuration the current row of *q; -1, said on stderr, where it has none. */
+static int open_replayed(const char *dbpath, sqlite3 **db, sqlite3_stmt **q)
+{
+    struct ts_err err;
+    if (db_open_run(dbpath, db, &err) || db_bounded(*db, dbpath, -1, &err)) {
+        fprintf(stderr, "tessera calib eval: %s\n", err.msg);
+        return -1;
+    }
+    if (sqlite3_prepare_v2(*db, "SELECT e.run_id, r.config_json FROM engine_steps e JOIN runs r USING (run_id) "
+                                "ORDER BY e.run_id DESC LIMIT 1", -1, q, NULL) != SQLITE_OK ||
+        sqlite3_step(*q) != SQLITE_ROW) {
+        fprintf(stderr, "tessera calib eval: %s: no replayed run (run tessera engine replay first)\n", dbpath);
+        return -1;
+    }
+    return 0;
+}
+
 int cli_calib_eval(const char *dbpath, const char *calib_path, const char *host_path, bool extrapolate,
                    enum cfg_clock clock, const char *csv)
 {
     FILE *cf = NULL;
+    struct ts_whole w = {.slot = -1}; /* (--csv: made whole or not at all) */
     sqlite3 *db = NULL;
     sqlite3_stmt *q = NULL, *sq = NULL, *oq = NULL, *kq = NULL;
     struct calib *cal = NULL;
@@ -266,13 +286,8 @@ int cli_calib_eval(const char *dbpath, const char *calib_path, const char *host_
     struct op_acc ops[OP_COUNT] = {{0}};
     int64_t op_steps = 0;
     int rc = EXIT_USAGE;
-    if (db_open_read(dbpath, &db) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT e.run_id, r.config_json FROM engine_steps e JOIN runs r USING (run_id) "
-                               "ORDER BY e.run_id DESC LIMIT 1", -1, &q, NULL) != SQLITE_OK ||
-        sqlite3_step(q) != SQLITE_ROW) {
-        fprintf(stderr, "tessera calib eval: %s: no replayed run (run tessera engine replay first)\n", dbpath);
+    if (open_replayed(dbpath, &db, &q))
         goto done;
-    }
     int64_t run = sqlite3_column_int64(q, 0);
     json_error_t jerr;
     json_t *cfg = json_loads((const char *)sqlite3_column_text(q, 1), 0, &jerr);
@@ -319,10 +334,11 @@ int cli_calib_eval(const char *dbpath, const char *calib_path, const char *host_
         sqlite3_finalize(oq);
         oq = NULL;
     }
-    if (csv && !(cf = fopen(csv, "w"))) {
-        fprintf(stderr, "tessera calib eval: %s: cannot create\n", csv);
+    if (csv && ts_whole_open(&w, csv, TS_WHOLE_REPLACE, dbpath, &err)) {
+        fprintf(stderr, "tessera calib eval: %s\n", err.msg);
         goto done;
     }
+    cf = csv ? w.f : NULL;
     if (cf) { /* each op's measured and calibrated seconds beside the step's, where the replay timed ops */
         fprintf(cf, "step_id,segments,q_tokens,kv_tokens,logit_rows,max_kv,measured_s,calibrated_s,roofline_s");
         for (int i = 0; i < OP_COUNT; i++)
@@ -358,8 +374,8 @@ int cli_calib_eval(const char *dbpath, const char *calib_path, const char *host_
     report_ops(ops, op_steps);
     rc = 0;
 done:
-    if (cf)
-        fclose(cf);
+    if (cf && ts_whole_close(&w, rc != 0, &err) && rc == 0)
+        rc = (fprintf(stderr, "tessera calib eval: %s\n", err.msg), 1);
     sqlite3_finalize(q);
     sqlite3_finalize(sq);
     sqlite3_finalize(kq);

@@ -1,8 +1,10 @@
 /* cli_db.c: `tessera db merge OUT IN...`, a sweep's databases made one; `tessera db check FILE...`,
  * SQLite's integrity check of each; `tessera db export DB TABLE`, a table as CSV or JSON; `tessera db
  * show DB RUN`, a stored run's configuration as a run file. */
+#define _GNU_SOURCE /* open_memstream */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,7 +21,7 @@ static void db_usage(FILE *f)
 {
     fprintf(f, "usage: tessera db merge OUT IN...\n"
                "       tessera db check FILE...\n"
-               "       tessera db export DB TABLE [--csv | --json] [--run ID] [--out FILE]\n"
+               "       tessera db export DB TABLE [--csv | --json] [--run ID] [--out FILE [--force]] [--max-rows N]\n"
                "       tessera db show DB RUN [--config]\n"
                "\n"
                "Copies every run of the databases IN into OUT (created if it does not exist), each under a new\n"
@@ -29,19 +31,25 @@ static void db_usage(FILE *f)
                "already (the same created time, code version, seed and configuration) is left out, so a\n"
                "merge run again after an interruption adds only what is missing.\n"
                "\n"
-               "A database is data, never code: the inputs are opened read-only and read column by column\n"
-               "of tessera's own tables; an IN or OUT that holds any other table, column, view, index or\n"
-               "trigger is refused by name (status 2), as is an IN that is OUT itself.\n"
+               "A database is data, never code. Every command here reads one only when it is tessera's: each\n"
+               "table, view and index its schema holds is one tessera makes, compared by its SQL text (a\n"
+               "generated column, a CHECK, a view or index of another expression: refused by name, status 2),\n"
+               "and each run's runs of steps and segments lie within its steps. The inputs are opened\n"
+               "read-only and read column by column of tessera's own tables; an IN that is OUT itself is\n"
+               "refused.\n"
                "\n"
-               "check runs SQLite's integrity check over each FILE, reading all of it, and says ok or what is\n"
-               "damaged: status 0 when every one passes, 1 when one is damaged, 2 when one is not a database.\n"
+               "check holds each FILE to that rule and runs SQLite's integrity check over it, reading all of\n"
+               "it, and says ok or what is wrong: status 0 when every one passes, 1 when one is damaged, 2\n"
+               "when one is not a tessera run database.\n"
                "(sim --append and db merge run it themselves before writing, on databases up to %lld MiB.)\n"
                "\n"
                "export writes one table of a run database (sim --db) for tools that read CSV or JSON: CSV by\n"
                "default (a header, then a line a row), or with --json an array of objects, one a line; every\n"
                "run, or with --run ID that run's rows; to stdout, or with --out FILE into FILE, whole or not at\n"
-               "all. The database is read-only and nothing it holds runs as SQL. Its tables:\n",
-               (long long)(DB_CHECK_MAX_BYTES >> 20));
+               "all (a FILE that holds something is replaced only with --force, the database itself never).\n"
+               "The rows are counted first: more than --max-rows N (default %lld) are refused, more than\n"
+               "%lld said on stderr. The database is read-only and nothing it holds runs as SQL. Its tables:\n",
+               (long long)(DB_CHECK_MAX_BYTES >> 20), DB_EXPORT_MAX_ROWS, DB_EXPORT_MANY_ROWS);
     const char *help;
     for (int i = 0; db_export_table(i, &help); i++)
         fprintf(f, "  %-9s %s\n", db_export_table(i, NULL), help);
@@ -49,6 +57,20 @@ static void db_usage(FILE *f)
                "show writes run RUN's configuration as a run file (--config, the default): its preset, then\n"
                "each option and parameter it ran with that differs from it, a line each; tessera sim --config\n"
                "FILE runs it again as it ran.\n");
+}
+
+/* A stored text shown in a comment line: NULL as "unknown", a control character as \xNN, cut to fit. */
+static void shown(const unsigned char *text, char *buf, size_t len)
+{
+    size_t n = 0;
+    if (!text)
+        text = (const unsigned char *)"unknown";
+    for (; *text && n + 5 < len; text++)
+        if (*text < 0x20 || *text == 0x7f)
+            n += (size_t)snprintf(buf + n, len - n, "\\x%02x", *text);
+        else
+            buf[n++] = (char)*text;
+    buf[n] = '\0';
 }
 
 /* db show DB RUN [--config]: the run's stored configuration as a run file */
@@ -66,14 +88,16 @@ static int db_show(int argc, char **argv)
     sqlite3_stmt *st = NULL;
     int rc = EXIT_USAGE;
     struct ts_err err;
-    if (access(argv[2], R_OK) != 0) {
-        fprintf(stderr, "tessera db show: %s: %s\n", argv[2], strerror(errno));
-        return EXIT_USAGE;
+    char *text_out = NULL;
+    size_t text_len = 0;
+    FILE *mem = NULL;
+    if (db_open_run(argv[2], &db, &err)) {
+        fprintf(stderr, "tessera db show: %s\n", err.msg);
+        goto done;
     }
-    if (sqlite3_open_v2(argv[2], &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT config_json, created, code_version FROM main.runs WHERE run_id = ?1", -1, &st,
+    if (sqlite3_prepare_v2(db, "SELECT config_json, created, code_version FROM main.runs WHERE run_id = ?1", -1, &st,
                            NULL) != SQLITE_OK) {
-        fprintf(stderr, "tessera db show: %s: %s\n", argv[2], db ? sqlite3_errmsg(db) : "out of memory");
+        fprintf(stderr, "tessera db show: %s: %s\n", argv[2], sqlite3_errmsg(db));
         goto done;
     }
     sqlite3_bind_int64(st, 1, run);
@@ -92,42 +116,60 @@ static int db_show(int argc, char **argv)
         goto done;
     }
     json_decref(o);
-    printf("# run %lld of %s (created %s by tessera %s): tessera sim --config FILE runs it again\n", (long long)run,
-           argv[2], (const char *)sqlite3_column_text(st, 1), (const char *)sqlite3_column_text(st, 2));
-    cli_runfile_write(&c, stdout);
+    /* the file made in memory and written once whole: a value it cannot hold writes nothing */
+    char created[128], version[128], where[512];
+    shown((const unsigned char *)argv[2], where, sizeof where);
+    shown(sqlite3_column_text(st, 1), created, sizeof created);
+    shown(sqlite3_column_text(st, 2), version, sizeof version);
+    mem = open_memstream(&text_out, &text_len);
+    fprintf(mem, "# run %lld of %s (created %s by tessera %s): tessera sim --config FILE runs it again\n",
+            (long long)run, where, created, version);
+    if (cli_runfile_write(&c, mem, &err)) {
+        fprintf(stderr, "tessera db show: %s: run %lld: %s\n", argv[2], (long long)run, err.msg);
+        goto done;
+    }
+    fclose(mem), mem = NULL;
+    fwrite(text_out, 1, text_len, stdout);
     rc = 0;
 done:
+    if (mem)
+        fclose(mem);
+    free(text_out);
     sqlite3_finalize(st);
     sqlite3_close(db);
     return rc;
 }
 
-/* db export DB TABLE [--csv | --json] [--run ID] [--out FILE] */
+/* db export DB TABLE [--csv | --json] [--run ID] [--out FILE [--force]] [--max-rows N] */
 static int db_export_cmd(int argc, char **argv)
 {
-    bool json = false;
-    int64_t run = -1;
-    const char *out = NULL;
+    struct db_export_opts o = {.run_id = -1, .max_rows = DB_EXPORT_MAX_ROWS};
     for (int i = 4; i < argc; i++) {
         const bool more = i + 1 < argc;
         if (strcmp(argv[i], "--csv") == 0 || strcmp(argv[i], "--json") == 0) {
-            json = argv[i][2] == 'j';
-        } else if (strcmp(argv[i], "--run") == 0 && more) {
-            if (ts_parse_i64(argv[++i], &run) || run < 1) {
-                fprintf(stderr, "tessera db export: --run: '%s' is not a run id (a whole number from 1)\n", argv[i]);
+            o.json = argv[i][2] == 'j';
+        } else if (strcmp(argv[i], "--force") == 0) {
+            o.force = true;
+        } else if ((strcmp(argv[i], "--run") == 0 || strcmp(argv[i], "--max-rows") == 0) && more) {
+            const bool run = argv[i][2] == 'r';
+            int64_t *v = run ? &o.run_id : &o.max_rows;
+            if (ts_parse_i64(argv[i + 1], v) || *v < (run ? 1 : 0)) {
+                fprintf(stderr, "tessera db export: %s: '%s' is not %s\n", argv[i], argv[i + 1],
+                        run ? "a run id (a whole number from 1)" : "a count of rows (a whole number from 0)");
                 return EXIT_USAGE;
             }
+            i++;
         } else if (strcmp(argv[i], "--out") == 0 && more) {
-            out = argv[++i];
-        } else if (strcmp(argv[i], "--run") == 0 || strcmp(argv[i], "--out") == 0) {
+            o.out = argv[++i];
+        } else if (strcmp(argv[i], "--run") == 0 || strcmp(argv[i], "--out") == 0 || strcmp(argv[i], "--max-rows") == 0) {
             fprintf(stderr, "tessera db export: %s needs a value\n", argv[i]);
             return EXIT_USAGE;
         } else {
-            return cli_unknown_in_list("db export", argv[i], "--csv --json --run --out --help");
+            return cli_unknown_in_list("db export", argv[i], "--csv --json --run --out --force --max-rows --help");
         }
     }
     struct ts_err err;
-    if (db_export(argv[2], argv[3], json, run, out, &err)) {
+    if (db_export(argv[2], argv[3], &o, &err)) {
         fprintf(stderr, "tessera db export: %s\n", err.msg);
         return EXIT_USAGE;
     }
@@ -146,10 +188,12 @@ static int db_check_files(int n, char **files)
         int rc = stat(files[i], &sb) != 0 || access(files[i], R_OK) != 0 ? ts_fail(&err, "%s: %s", files[i], strerror(errno))
                  : !S_ISREG(sb.st_mode) ? ts_fail(&err, "%s: not a regular file (a device, pipe or socket), so no database", files[i])
                                         : 0;
-        if (!rc && db_open_read(files[i], &db) != SQLITE_OK)
-            rc = ts_fail(&err, "%s: cannot open it: %s", files[i], db ? sqlite3_errmsg(db) : "out of memory");
+        if (!rc)
+            rc = db_open_run(files[i], &db, &err);
         if (!rc)
             rc = db_integrity(db, files[i], &err);
+        if (!rc)
+            rc = db_bounded(db, files[i], -1, &err);
         if (!rc)
             printf("%s: ok\n", files[i]);
         else {
@@ -161,31 +205,37 @@ static int db_check_files(int n, char **files)
     return status;
 }
 
+/* A command given too few arguments: what it lacks, then the usage. */
+static int db_lacks(const char *what)
+{
+    fprintf(stderr, "tessera db: %s\n\n", what);
+    db_usage(stderr);
+    return EXIT_USAGE;
+}
+
 int cli_db(int argc, char **argv)
 {
     if (cli_help_asked(argc, argv)) {
         db_usage(stdout);
         return 0;
     }
-    if (argc >= 2 && strcmp(argv[1], "show") == 0) {
-        if (argc < 4) {
-            db_usage(stderr);
-            return EXIT_USAGE;
-        }
-        return db_show(argc, argv);
-    }
-    if (argc >= 2 && strcmp(argv[1], "export") == 0) {
-        if (argc < 4) {
-            db_usage(stderr);
-            return EXIT_USAGE;
-        }
-        return db_export_cmd(argc, argv);
-    }
-    const bool check = argc >= 3 && strcmp(argv[1], "check") == 0;
-    if (!check && (argc < 4 || strcmp(argv[1], "merge") != 0)) {
-        db_usage(stderr);
+    if (argc < 2)
+        return db_lacks("a command is needed: merge, check, export or show");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "show") == 0)
+        return argc < 4 ? db_lacks("show needs a database and a run: db show DB RUN") : db_show(argc, argv);
+    if (strcmp(cmd, "export") == 0)
+        return argc < 4 ? db_lacks("export needs a database and a table: db export DB TABLE") : db_export_cmd(argc, argv);
+    const bool check = strcmp(cmd, "check") == 0;
+    if (!check && strcmp(cmd, "merge") != 0) {
+        fprintf(stderr, "tessera db: no command '%s' (merge, check, export, show)\n", cmd);
         return EXIT_USAGE;
     }
+    if (check && argc < 3)
+        return db_lacks("check needs a database: db check FILE...");
+    if (!check && argc < 4)
+        return db_lacks(argc < 3 ? "merge needs OUT and at least one input: db merge OUT IN..."
+                                 : "merge needs at least one input after OUT: db merge OUT IN...");
     for (int i = 2; i < argc; i++)
         if (argv[i][0] == '-')
             return cli_unknown_in_list(check ? "db check" : "db merge", argv[i], "--help");

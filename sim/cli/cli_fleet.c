@@ -101,17 +101,30 @@ static int fleet_line(const char *path, int line, char *text, int argc, char **a
                         "then options)\n", where, words[0], FLEET_MAX);
         return -1;
     }
-    for (int k = 1; k < nw; k++) { /* each option as the parser resolves it, abbreviations too */
-        const char *name = cli_sim_option(words[k]);
+    /* each option as the parser resolves it, abbreviations too, and those of a run file it names */
+    struct ts_err err;
+    struct cli_args e;
+    words[0] = "tessera";
+    if (cli_runfile_expand(nw, words, &e, cli_sim_parse, &err)) {
+        fprintf(stderr, "tessera sim: %s: %s\n", where, err.msg);
+        return -1;
+    }
+    const int ng = e.argv ? e.argc : nw;
+    char **group = e.argv ? e.argv : words;
+    for (int k = 1; k < ng; k++) {
+        const char *name = cli_sim_option(group[k]);
         for (size_t j = 0; name && j < TS_ARRAY_LEN(fleet_opts); j++)
             if (strcmp(name, fleet_opts[j] + 2) == 0) {
-                const int len = (int)strcspn(words[k], "=");
+                const int len = (int)strcspn(group[k], "=");
                 const bool whole = len == (int)strlen(fleet_opts[j]);
                 fprintf(stderr, "tessera sim: %s: %.*s%s%s%s: the fleet's option (or its workload's), not a replica "
-                        "group's\n", where, len, words[k], whole ? "" : " (", whole ? "" : fleet_opts[j], whole ? "" : ")");
+                        "group's%s\n", where, len, group[k], whole ? "" : " (", whole ? "" : fleet_opts[j],
+                        whole ? "" : ")", k <= e.owned ? " (its run file's)" : "");
+                cli_args_free(&e);
                 return -1;
             }
     }
+    cli_args_free(&e);
     /* the command line's options, then the group's over them */
     char **args = xmalloc(sizeof *args * (size_t)(argc + nw));
     memcpy(args, argv, sizeof *args * (size_t)argc);
@@ -210,6 +223,7 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
            m->content_tok_s, m->req_s);
     printf("  latency (s)   mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  std %.3f  max-min %.3f\n", m->lat_mean_s,
            m->lat_p50_s, m->lat_p90_s, m->lat_p99_s, m->lat_std_s, m->lat_span_s);
+    cli_print_overload(m, "fleet");
     printf("  first block   mean %.3f s after arrival; queueing mean %.3f s\n", m->ttfb_mean_s, m->queue_mean_s);
     printf("  energy        %.0f J: %.3f J a generated token, %.1f J a request; mean %.0f W (idle replicas "
            "included)\n", m->energy_j, m->energy_per_token_j, m->energy_per_request_j, m->mean_power_w);
@@ -276,10 +290,11 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
            "p99 (s)", "busy", "J/token");
     for (int i = 0; i < r->n; i++) {
         const struct sim_summary *s = &r->replica[i];
-        printf("                %3d %-10s %-12s %8lld %8lld %9.3f %6.1f%% %9.3f%s\n", i, cfg[i].gpu,
+        printf("                %3d %-10s %-12s %8lld %8lld %9.3f %6.1f%% %9.3f%s%s\n", i, cfg[i].gpu,
                cfg[i].system[0] ? cfg[i].system : cfg[i].policy, (long long)r->routed[i],
                (long long)s->num_finished, s->lat_p99_s, r->active_s[i] > 0 ? 100.0 * s->busy_s / r->active_s[i] : 0,
-               s->energy_per_token_j, r->refresh_pool == 0 ? "" : i < r->refresh_pool ? "  Refresh" : "  Reuse");
+               s->energy_per_token_j, r->refresh_pool == 0 ? "" : i < r->refresh_pool ? "  Refresh" : "  Reuse",
+               s->overloaded ? "  overloaded" : "");
     }
 }
 
@@ -438,6 +453,16 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
                         "counts)\n");
         return EXIT_USAGE;
     }
+    /* the fleet's own options first: their errors are the fleet's, not a replica group's */
+    struct fleet_opts o = {.staleness_s = base->router_staleness,
+                           .admit_max = base->admit_max, .defer = base->admit == ADMIT_DEFER,
+                           .progress = base->progress};
+    struct ts_err err;
+    if (fleet_router_parse(base->router, &o.router, &o.affinity, &err) || fleet_scale_parse(base->autoscale, &o.scale, &err) ||
+        fleet_disagg_parse(base->disagg, &o.disagg, &err) || fleet_tau_parse(base->load_control, &o.tau, &err)) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
     struct sim_config *cfg = NULL;
     int n = 0;
     if (base->fleet[0]) {
@@ -455,21 +480,13 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    struct fleet_opts o = {.staleness_s = base->router_staleness,
-                           .admit_max = base->admit_max, .defer = base->admit == ADMIT_DEFER,
-                           .progress = base->progress};
-    struct ts_err err;
-    if (fleet_router_parse(base->router, &o.router, &o.affinity, &err) || fleet_scale_parse(base->autoscale, &o.scale, &err) || (o.scale.on && o.scale.min > n &&
-                                                               ts_fail(&err, "--autoscale: min=%d of %d replicas", o.scale.min, n))) {
-        fprintf(stderr, "tessera sim: %s\n", err.msg);
+    if (o.scale.on && o.scale.min > n) {
+        fprintf(stderr, "tessera sim: --autoscale: min=%d of %d replicas\n", o.scale.min, n);
         free(cfg);
         return EXIT_USAGE;
     }
-    const int refresh = fleet_disagg_parse(base->disagg, &o.disagg, &err) || fleet_tau_parse(base->load_control, &o.tau, &err) ? -1
-                        : o.disagg.refresh > 0                              ? o.disagg.refresh
-                                                                            : n / 2;
-    if (refresh < 0 ||
-        (o.disagg.mode != DISAGG_OFF && o.scale.on &&
+    const int refresh = o.disagg.refresh > 0 ? o.disagg.refresh : n / 2;
+    if ((o.disagg.mode != DISAGG_OFF && o.scale.on &&
          ts_fail(&err, "--disagg with --autoscale: a disaggregated fleet's pools are fixed")) ||
         (o.disagg.mode != DISAGG_OFF && (refresh < 1 || refresh >= n) &&
          ts_fail(&err, "--disagg '%s': a Refresh pool of %d of the %d replicas leaves %s (refresh=N, 1 to %d)",

@@ -44,6 +44,12 @@ static int option_of_line(void *ctx, const char *path, int line, char *text, str
     const char *name = strncmp(text, "--", 2) == 0 ? text + 2 : text;
     if (strcmp(name, "config") == 0)
         return ts_fail(err, "%s:%d: config: a run file names no other run file", path, line);
+    /* (a run file is handed around: where a run writes is the command line's alone) */
+    static const char *const writes[] = {"db", "append", "replace", "gemm-cache"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(writes); i++)
+        if (strcmp(name, writes[i]) == 0)
+            return ts_fail(err, "%s:%d: %s: a run file names no output; give --%s on the command line", path, line,
+                           name, name);
     if (rf->n + 2 > RUNFILE_ARGS)
         return ts_fail(err, "%s:%d: more than %d options", path, line, RUNFILE_ARGS / 2);
     const int before = rf->n;
@@ -71,9 +77,9 @@ static int read_runfile(const char *path, struct runfile *rf, struct ts_err *err
     return rc;
 }
 
-int cli_runfile_expand(int argc, char **argv, int *nargc, char ***nargv, cli_parse_fn parse, struct ts_err *err)
+int cli_runfile_expand(int argc, char **argv, struct cli_args *out, cli_parse_fn parse, struct ts_err *err)
 {
-    *nargv = NULL;
+    *out = (struct cli_args){0};
     int at = -1;
     const char *path = NULL;
     for (int i = 1; i < argc && at < 0; i++)
@@ -89,26 +95,30 @@ int cli_runfile_expand(int argc, char **argv, int *nargc, char ***nargv, cli_par
         if (strcmp(argv[i], "--config") == 0 || strncmp(argv[i], "--config=", 9) == 0)
             return ts_fail(err, "--config given twice (one run file a run)");
     struct runfile rf = {xcalloc(RUNFILE_ARGS, sizeof *rf.args), 0, parse};
-    if (read_runfile(path, &rf, err)) {
-        for (int i = 0; i < rf.n; i++)
-            free(rf.args[i]);
-        free(rf.args);
-        return -1;
-    }
+    const int rc = read_runfile(path, &rf, err);
     /* argv[0], the file's options, then the command line's but --config FILE */
-    char **out = xcalloc((size_t)(argc + rf.n + 1), sizeof *out);
+    char **list = xcalloc((size_t)(argc + rf.n + 1), sizeof *list);
     int k = 0;
-    out[k++] = argv[0];
+    list[k++] = argv[0];
     for (int i = 0; i < rf.n; i++)
-        out[k++] = rf.args[i];
+        list[k++] = rf.args[i];
     const int skip = argv[at][8] == '=' ? 1 : 2;
     for (int i = 1; i < argc; i++)
         if (i < at || i >= at + skip)
-            out[k++] = argv[i];
-    free(rf.args); /* (its strings live on in out until the process ends) */
-    *nargc = k;
-    *nargv = out;
-    return 0;
+            list[k++] = argv[i];
+    free(rf.args);
+    *out = (struct cli_args){k, list, rf.n};
+    if (rc)
+        cli_args_free(out);
+    return rc;
+}
+
+void cli_args_free(struct cli_args *a)
+{
+    for (int i = 1; a->argv && i < 1 + a->owned; i++)
+        free(a->argv[i]);
+    free(a->argv);
+    *a = (struct cli_args){0};
 }
 
 /* A number's text as the shortest that reads back to the same double (0.8, not 0.80000000000000004);
@@ -126,13 +136,31 @@ static const char *shortest(const char *text, char *buf, size_t len)
     return text;
 }
 
-void cli_runfile_write(const struct sim_config *c, FILE *f)
+/* Whether text holds a control character (a line break among them), which a run file's line cannot hold. */
+static bool has_control(const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return true;
+    return false;
+}
+
+/* One line "NAME VALUE" (or "NAME" for a flag: value NULL), its value checked first. */
+static int put_line(FILE *f, const char *name, const char *value, struct ts_err *err)
+{
+    if (value && has_control(value))
+        return ts_fail(err, "%s: its value holds a control character, which a run file cannot hold", name);
+    fprintf(f, value ? "%s %s\n" : "%s\n", name, value);
+    return 0;
+}
+
+int cli_runfile_write(const struct sim_config *c, FILE *f, struct ts_err *err)
 {
     struct sim_config base; /* what the file's lines are said over: the defaults, the preset applied */
     sim_config_defaults(&base);
-    struct ts_err err;
-    if (c->system[0] && preset_apply(c->system, &base, &err) == 0)
-        fprintf(f, "system %s\n", c->system);
+    struct ts_err perr;
+    if (c->system[0] && preset_apply(c->system, &base, &perr) == 0 && put_line(f, "system", c->system, err))
+        return -1;
     for (int i = 0; i < cfg_num_options; i++) {
         const struct cfg_option *o = &cfg_options[i];
         char have[CFG_PATH], was[CFG_PATH];
@@ -142,15 +170,19 @@ void cli_runfile_write(const struct sim_config *c, FILE *f)
         if (strcmp(have, cfg_option_text(o, &base, was, sizeof was)) == 0)
             continue;
         char num[64];
-        if (o->kind == CFG_FLAG) /* (a flag no option unsets: only ever set over the preset) */
-            fprintf(f, "%s\n", o->name);
-        else
-            fprintf(f, "%s %s\n", o->name, o->kind == CFG_REAL ? shortest(have, num, sizeof num) : have);
+        /* (a flag no option unsets: only ever set over the preset) */
+        if (put_line(f, o->name, o->kind == CFG_FLAG ? NULL : o->kind == CFG_REAL ? shortest(have, num, sizeof num) : have,
+                     err))
+            return -1;
     }
     for (int i = 0; i < c->params.n; i++) {
         const char *preset = param_values_get(&base.params, c->params.name[i]);
         char num[64];
-        if (!preset || strcmp(preset, c->params.text[i]) != 0)
-            fprintf(f, "%s %s\n", c->params.name[i], shortest(c->params.text[i], num, sizeof num));
+        if ((!preset || strcmp(preset, c->params.text[i]) != 0) &&
+            (has_control(c->params.name[i]) ? ts_fail(err, "a parameter's name holds a control character, which a run "
+                                                           "file cannot hold")
+                                            : put_line(f, c->params.name[i], shortest(c->params.text[i], num, sizeof num), err)))
+            return -1;
     }
+    return 0;
 }

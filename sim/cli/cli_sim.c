@@ -103,16 +103,15 @@ static int sim_command(int argc, char **argv);
 int cli_sim(int argc, char **argv)
 {
     struct ts_err why;
-    char **expanded;
-    int nargc;
-    if (cli_runfile_expand(argc, argv, &nargc, &expanded, cli_sim_parse, &why)) {
+    struct cli_args e;
+    if (cli_runfile_expand(argc, argv, &e, cli_sim_parse, &why)) {
         fprintf(stderr, "tessera sim: %s\n", why.msg);
         return EXIT_USAGE;
     }
-    if (!expanded)
+    if (!e.argv)
         return sim_command(argc, argv);
-    const int rc = sim_command(nargc, expanded);
-    free(expanded);
+    const int rc = sim_command(e.argc, e.argv);
+    cli_args_free(&e);
     return rc;
 }
 

@@ -291,15 +291,14 @@ static void system_cost(struct sim_config *c)
 int cli_sim_parse(int argc, char **argv, struct sim_config *c)
 {
     struct ts_err why;
-    char **expanded;
-    int nargc;
-    if (cli_runfile_expand(argc, argv, &nargc, &expanded, cli_sim_parse, &why)) {
+    struct cli_args e;
+    if (cli_runfile_expand(argc, argv, &e, cli_sim_parse, &why)) {
         fprintf(stderr, "tessera sim: %s\n", why.msg);
         return -1;
     }
-    if (expanded) { /* the run file's options, then the command line's over them */
-        const int rc = cli_sim_parse(nargc, expanded, c);
-        free(expanded);
+    if (e.argv) { /* the run file's options, then the command line's over them */
+        const int rc = cli_sim_parse(e.argc, e.argv, c);
+        cli_args_free(&e);
         return rc;
     }
     sim_config_defaults(c);

@@ -90,11 +90,7 @@ void cli_print_summary(const struct sim_config *c, const struct sim_setup *setup
            m->throughput_tok_s, m->content_tok_s, m->req_s);
     printf("  latency (s)   mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  std %.3f  max-min %.3f\n",
            m->lat_mean_s, m->lat_p50_s, m->lat_p90_s, m->lat_p99_s, m->lat_std_s, m->lat_span_s);
-    if (m->overloaded)
-        printf("  overloaded    requests arrive at %.3f req/s, faster than this configuration finishes them (%.3f a "
-               "second): %lld were outstanding at the last arrival against %lld a third of the way in, so the "
-               "latency percentiles grow with --requests (a lower --rps, or more capacity)\n", m->offered_rps,
-               m->req_s, (long long)m->outstanding[1], (long long)m->outstanding[0]);
+    cli_print_overload(m, "configuration");
     printf("  first block   mean %.3f s after arrival; queueing mean %.3f s\n", m->ttfb_mean_s,
            m->queue_mean_s);
     printf("  memory (GiB)  capacity %.2f = weights %.2f + KV pool %.2f (+ activations); "
@@ -145,6 +141,15 @@ void cli_print_summary(const struct sim_config *c, const struct sim_setup *setup
         printf("%s %s %.1f%%", i ? "," : "", cost_op_name((enum cost_op)order[i]),
                100.0 * m->ops.op_s[order[i]] / tot);
     printf("\n");
+}
+
+void cli_print_overload(const struct sim_summary *m, const char *what)
+{
+    if (m->overloaded)
+        printf("  overloaded    requests arrive at %.3f req/s, faster than this %s finishes them (%.3f a "
+               "second): %lld were outstanding at the last arrival against %lld a third of the way in, so the "
+               "latency percentiles grow with --requests (a lower --rps, or more capacity)\n", m->offered_rps, what,
+               m->req_s, (long long)m->outstanding[1], (long long)m->outstanding[0]);
 }
 
 json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m)

@@ -10,6 +10,21 @@
 #include <string.h>
 #include <time.h>
 
+/* msg with every control character (a terminal's escape, a line break a file carried) written as \xNN,
+ * so that a message shows a name from a file and never acts on the terminal: in place, cut to fit */
+static void ts_err_printable(char *msg, size_t len)
+{
+    char out[TS_ERR_MAX];
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p && o + 5 < sizeof out; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            o += (size_t)snprintf(out + o, sizeof out - o, "\\x%02x", *p);
+        else
+            out[o++] = (char)*p;
+    out[o] = '\0';
+    snprintf(msg, len, "%s", out);
+}
+
 int ts_fail(struct ts_err *err, const char *fmt, ...)
 {
     if (err) {
@@ -17,6 +32,7 @@ int ts_fail(struct ts_err *err, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        ts_err_printable(err->msg, sizeof err->msg);
     }
     return -1;
 }
@@ -32,6 +48,7 @@ int ts_fail_prefix(struct ts_err *err, const char *fmt, ...)
         va_end(ap);
         int k = snprintf(err->msg, sizeof err->msg, "%.255s", prefix);
         snprintf(err->msg + k, sizeof err->msg - (size_t)k, ": %.250s", msg);
+        ts_err_printable(err->msg, sizeof err->msg);
     }
     return -1;
 }

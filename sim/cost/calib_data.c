@@ -17,6 +17,7 @@
 #include "gpu.h"
 #include "model.h"
 #include "sim.h"
+#include "whole.h"
 
 void calib_data_free(struct calib_data *d)
 {
@@ -362,9 +363,11 @@ bool calib_data_host_split(const struct calib_data *d)
 
 int calib_data_write(const struct calib_data *d, const char *path, struct ts_err *err)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return ts_fail(err, "%s: cannot create", path);
+    /* (whole or not at all: a calibration already at path stays as it was where this one fails) */
+    struct ts_whole w;
+    if (ts_whole_open(&w, path, TS_WHOLE_REPLACE, NULL, err))
+        return -1;
+    FILE *f = w.f;
     const bool split = calib_data_host_split(d);
     bool uneven = false, selects = false, fc = false, mixed = false; /* kv_long, keep, sel_heads, fc_rows,
                                                                     * probe and q_long only where a step
@@ -396,9 +399,7 @@ int calib_data_write(const struct calib_data *d, const char *path, struct ts_err
             fprintf(f, ",%d", r->q_long);
         fputc('\n', f);
     }
-    if (fclose(f) != 0)
-        return ts_fail(err, "%s: write error", path);
-    return 0;
+    return ts_whole_close(&w, false, err);
 }
 
 /* Distinct token counts measured for op (the norm's: rows without logits, whose norm holds the final one). */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "whole.h"
 
 bool calib_measures_host(const struct calib *c) { return c->host_bound; }
 
@@ -222,15 +223,15 @@ int calib_host_load(const char *name, struct calib_host *h, struct ts_err *err)
 
 int calib_host_write(const struct calib_host *h, const char *path, struct ts_err *err)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return ts_fail(err, "%s: cannot write: %s", path, strerror(errno));
+    /* (whole or not at all: a host file already at path stays as it was where this one fails) */
+    struct ts_whole w;
+    if (ts_whole_open(&w, path, TS_WHOLE_REPLACE, NULL, err))
+        return -1;
+    FILE *f = w.f;
     if (h->impl[0])
         fprintf(f, HOST_IMPL_HEADER "\n%.6g,%.6g,%.6g,%d,%s,%s\n", h->host0_ms, h->seg_ms, h->eager_gap_ms, h->steps,
                 h->impl, h->device);
     else
         fprintf(f, HOST_HEADER "\n%.6g,%.6g,%.6g,%d,%s\n", h->host0_ms, h->seg_ms, h->eager_gap_ms, h->steps, h->device);
-    if (fclose(f) != 0)
-        return ts_fail(err, "%s: cannot write: %s", path, strerror(errno));
-    return 0;
+    return ts_whole_close(&w, false, err);
 }

@@ -1,8 +1,9 @@
 /*
- * db.h: a run's SQLite database (SPEC section 10), by job: its tables, reading recorded steps back
- * and the checks before a write (db_schema.c); files made whole, and opened by descriptor
- * (db_file.c); writing a run, its steps streamed to the writer as the simulator makes them
- * (db_write.c); merging databases (db_merge.c); what every connection may do (db_guard.c). These
+ * db.h: a run's SQLite database (SPEC section 10), by job: its tables and reading recorded steps back
+ * (db_schema.c); the one rule for reading a database (db_own.c); the checks before a write
+ * (db_check.c); files made whole, and opened by descriptor (db_file.c); writing a run, its steps
+ * streamed to the writer as the simulator makes them (db_write.c); merging databases (db_merge.c);
+ * exporting a table (db_export.c); what every connection may do (db_guard.c). These
  * files are the room sim/db/. The simulator knows none of it: a run's steps reach the writer through
  * the sink sim_stream_steps sets.
  */
@@ -33,6 +34,18 @@ bool db_step_knobs(sqlite3_stmt *st, struct step_desc *sd);
  * files, which a read-only connection leaves behind; read-only where it may not. Creates nothing.
  * SQLite's result code; *db is to be closed either way. */
 int db_open_read(const char *path, sqlite3 **db);
+
+/* The one rule for reading a run database (db_own.c): every object its schema holds is one tessera's
+ * own statements create (after the upgrades), compared by its SQL text; an empty database passes. 0,
+ * or -1 with err naming the object. */
+int db_own(sqlite3 *db, const char *path, struct ts_err *err);
+/* The values a reader's loops are counted by, bounded by what they describe: each run's runs of steps
+ * tile its steps (0 to its summary's num_steps) and its runs of a request's segments lie within them
+ * (run_id < 0: every run). 0, or -1 with err naming the run and the row. */
+int db_bounded(sqlite3 *db, const char *path, int64_t run_id, struct ts_err *err);
+/* A run database opened to read it (db_open_read) and held to db_own: 0, or -1 with err; *db is to be
+ * closed either way. */
+int db_open_run(const char *path, sqlite3 **db, struct ts_err *err);
 
 /* Every SQLite connection the process opens from then on is guarded: defensive, its schema
  * untrusted, no triggers, extensions, ATTACH but tessera's own, or functions that reach outside the
@@ -80,9 +93,19 @@ int db_out_commit_fleet(struct db_out *out, const struct sim_config *base, const
                         const struct fleet_result *r, struct ts_err *err);
 /* tessera db export: table `table` of the run database at path (runs, requests, steps, segments, ops,
  * replicas; db_export_table), of run run_id (< 0: every run), written as CSV (a header, a line a row) or
- * JSON (an array of objects, one a line) into out, a file made whole or not at all (NULL: stdout). The
- * database is read-only and its text never SQL (db_export.c). 0, or -1 with err naming the file. */
-int db_export(const char *path, const char *table, bool json, int64_t run_id, const char *out, struct ts_err *err);
+ * JSON (an array of objects, one a line) into out, a file made whole or not at all (whole.h; NULL:
+ * stdout). The database is held to db_own and db_bounded and its text never SQL (db_export.c); the rows
+ * are counted first, more than max_rows refused. 0, or -1 with err naming the file. */
+struct db_export_opts {
+    bool json;
+    int64_t run_id;
+    const char *out;
+    bool force;       /* out may replace a file that holds something (never the database itself) */
+    int64_t max_rows;
+};
+#define DB_EXPORT_MAX_ROWS 1000000000LL /* --max-rows' default */
+#define DB_EXPORT_MANY_ROWS 10000000LL  /* more rows than this are said before they are written */
+int db_export(const char *path, const char *table, const struct db_export_opts *o, struct ts_err *err);
 /* The i-th table db_export writes and its help, NULL past the last. */
 const char *db_export_table(int i, const char **help);
 /* db_out_open, every recorded step, db_out_commit and db_out_close in one call. */

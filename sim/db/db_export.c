@@ -2,11 +2,12 @@
  * db_export.c: a table of a run database written out as CSV or JSON (tessera db export), for tools
  * that do not speak SQLite: a spreadsheet, pandas, a plotting script.
  *
- * A database is data, never code: it is opened read-only, every object it holds under a name of
- * tessera's own must be a table, and what is read comes from fixed statements over those tables (the
- * step and segment rows through views this connection makes in its own temporary schema, from the
- * database's runs of steps). Nothing of the file's own text becomes SQL; the run asked for is a bound
- * parameter.
+ * A database is data, never code: it is opened by the one rule for reading one (db_own.c: its
+ * objects tessera's by their SQL text, and its runs of steps and segments bounded by its runs), and
+ * what is read comes from fixed statements over its tables (the step and segment rows through views
+ * this connection makes in its own temporary schema). Nothing of the file's own text becomes SQL; the
+ * run asked for is a bound parameter. The rows are counted before any is written: more than a cap
+ * are refused, many are said. The output is made whole or not at all (whole.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 
 #include "db_internal.h"
 #include "util.h"
+#include "whole.h"
 
 /* The tables an export reads: the name it takes, what it reads and the tables that must be there. */
 static const struct {
@@ -153,7 +155,25 @@ static int write_rows(sqlite3 *db, const char *path, int k, int64_t run_id, bool
     return rc;
 }
 
-int db_export(const char *path, const char *table, bool json, int64_t run_id, const char *out, struct ts_err *err)
+/* The rows export k would write (of run_id where >= 0): the runs of steps or segments expanded, or the
+ * table's rows. -1 on an SQLite error. */
+static int64_t rows_to_write(sqlite3 *db, int k, int64_t run_id)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT %s FROM main.%s WHERE ?1 < 0 OR run_id = ?1",
+             exports[k].views ? "coalesce(sum(last_step - first_step + 1), 0)" : "count(*)", exports[k].needs[0]);
+    sqlite3_stmt *st = NULL;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, run_id);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            n = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+int db_export(const char *path, const char *table, const struct db_export_opts *o, struct ts_err *err)
 {
     int k = -1;
     for (size_t i = 0; i < sizeof exports / sizeof *exports; i++)
@@ -161,40 +181,34 @@ int db_export(const char *path, const char *table, bool json, int64_t run_id, co
             k = (int)i;
     if (k < 0)
         return ts_fail(err, "no table '%s' to export (runs, requests, steps, segments, ops, replicas)", table);
-    if (access(path, R_OK) != 0)
-        return ts_fail(err, "%s: %s", path, strerror(errno));
     sqlite3 *db = NULL;
-    char why[320];
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        ts_fail(err, "%s: cannot open it: %s", path, db_why(db, why, sizeof why));
-        sqlite3_close(db);
-        return -1;
-    }
-    sqlite3_busy_timeout(db, DB_BUSY_MS);
-    int rc = tables_only(db, path, k, err);
+    int rc = db_open_run(path, &db, err);
+    if (rc == 0)
+        rc = tables_only(db, path, k, err);
+    if (rc == 0 && exports[k].views)
+        rc = db_bounded(db, path, o->run_id, err);
     if (rc == 0 && exports[k].views && db_views_in(db, "temp") != 0)
         rc = ts_fail(err, "%s: cannot lay its %s out: %s (a database of an older tessera: db merge it into a new "
                           "one first)", path, exports[k].name, sqlite3_errmsg(db));
+    /* the rows counted before any is written: more than --max-rows is refused, and many are said */
+    const int64_t rows = rc == 0 ? rows_to_write(db, k, o->run_id) : 0;
+    if (rc == 0 && rows < 0)
+        rc = ts_fail(err, "%s: cannot count its %s: %s", path, exports[k].name, sqlite3_errmsg(db));
+    if (rc == 0 && rows > o->max_rows)
+        rc = ts_fail(err, "%s: %lld %s rows to write, more than --max-rows %lld", path, (long long)rows,
+                     exports[k].name, (long long)o->max_rows);
+    if (rc == 0 && rows > DB_EXPORT_MANY_ROWS)
+        fprintf(stderr, "tessera db export: %s: %lld %s rows to write\n", path, (long long)rows, exports[k].name);
     /* the rows into a file beside OUT, renamed onto it once whole; or onto stdout */
-    char tmp[4200] = "";
-    FILE *to = stdout;
-    if (rc == 0 && out) {
-        snprintf(tmp, sizeof tmp, "%s.tmp%ld", out, (long)getpid());
-        if (!(to = fopen(tmp, "w")))
-            rc = ts_fail(err, "%s: cannot create it: %s", out, strerror(errno));
-    }
+    struct ts_whole w = {.slot = -1};
+    if (rc == 0 && o->out)
+        rc = ts_whole_open(&w, o->out, o->force ? TS_WHOLE_REPLACE : 0, path, err);
     if (rc == 0)
-        rc = write_rows(db, path, k, run_id, json, to, err);
+        rc = write_rows(db, path, k, o->run_id, o->json, o->out ? w.f : stdout, err);
     sqlite3_close(db);
-    if (to && (fflush(to) != 0 || ferror(to)) && rc == 0)
-        rc = ts_fail(err, "%s: cannot write it: %s", out ? out : "stdout", strerror(errno));
-    if (out && to) {
-        if (fclose(to) != 0 && rc == 0)
-            rc = ts_fail(err, "%s: cannot write it: %s", out, strerror(errno));
-        if (rc == 0 && rename(tmp, out) != 0)
-            rc = ts_fail(err, "%s: cannot write it: %s", out, strerror(errno));
-        if (rc != 0)
-            remove(tmp);
-    }
+    if (o->out && w.f)
+        rc = ts_whole_close(&w, rc != 0, err) || rc ? -1 : 0;
+    else if (!o->out && (fflush(stdout) != 0 || ferror(stdout)) && rc == 0)
+        rc = ts_fail(err, "stdout: cannot write it: %s", strerror(errno));
     return rc;
 }

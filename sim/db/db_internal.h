@@ -25,6 +25,9 @@ char *db_engine_schema_in(const char *name);
 /* What a database written before column `col` of `table` was added reads it as ("0" or "NULL"), or
  * NULL where every version's table has it. */
 const char *db_column_fill(const char *table, const char *col);
+/* Whether piece ("col TYPE ...") is a column an upgrade adds to table (an older database's tables
+ * `steps` and `segments` among them), as ALTER TABLE writes it into the table's statement. */
+bool db_added_piece(const char *table, const char *piece);
 /* Whether table or view `table` of the attached database `name` (main, out, src) has column `col`:
  * 1 or 0, -1 on an SQLite error. */
 int db_has_column(sqlite3 *db, const char *name, const char *table, const char *col);
@@ -33,12 +36,18 @@ int db_is_table(sqlite3 *db, const char *name, const char *what, bool *out);
 /* The views of step and segment rows over the runs of them (steps, segments) made in schema `name`
  * (temp: over the main database's runs, for a connection that reads it); 0 or -1. */
 int db_views_in(sqlite3 *db, const char *name);
+/* One view's statement (steps: the steps view, else the segments view) over row columns cols, made by
+ * `create` ("CREATE VIEW IF NOT EXISTS name." to make it, "CREATE VIEW " as SQLite stores it): into buf. */
+void db_view_sql(bool steps, const char *create, const char *cols, char *buf, size_t len);
 /* Brings the database `name` (main, out, src) to the current schema; 0 or -1. */
 int db_upgrade(sqlite3 *db, const char *name);
 /* SQLite's message for db's last failure, with the system's where one caused it: into buf. */
 const char *db_why(sqlite3 *db, char *buf, size_t len);
 /* Whether the connection's last failure is one another writer's work causes (trying again clears it). */
 bool db_transient(sqlite3 *db);
+/* sqlite3_prepare_v2, waiting out another writer's schema change (a new database being made: its
+ * tables, views and journal mode); any other failure returns at once. */
+int db_prepare_waiting(sqlite3 *db, const char *sql, sqlite3_stmt **st);
 
 /* db_file.c */
 /* The schema laid out in memory and written into fd as a whole database file (WAL mode where wal). */
@@ -51,6 +60,11 @@ int db_unnamed_beside(const char *path);
 int db_create_whole(const char *path, struct ts_err *err);
 /* Registers the VFS "tessera-fd" (SQLite's files opened by descriptor); 0, or -1 where it cannot. */
 int db_fd_vfs(void);
+
+/* db_own.c */
+/* The declared schema in memory: every table, view and index a tessera database may hold (caller
+ * closes *decl); 0, or -1 with err. */
+int db_declared(sqlite3 **decl, struct ts_err *err);
 
 /* db_guard.c */
 /* The guards (db_guard.c's head) set on one connection: 0, or -1 where SQLite refused one. */

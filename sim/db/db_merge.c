@@ -1,10 +1,9 @@
 /*
  * db_merge.c: merging the runs of several databases into one (tessera db merge). Databases are
  * files users pass to each other, so a merge copies data and never code:
- *   - the objects tessera declares are the only ones it knows (its schema laid out in memory: the
- *     run tables, the fleet's, an engine replay's, the views over the step and segment runs and
- *     their index); an input or an existing OUT holding any other table, column, view, index or
- *     trigger is refused by name before anything is written;
+ *   - an input or an existing OUT is a tessera database by the one rule for reading one (db_own.c:
+ *     every object its schema holds is tessera's, compared by its SQL text; an input's rows bounded
+ *     by its runs), or it is refused by name before anything is written;
  *   - the inputs are opened read-only, and read by statements of tessera's own text, each naming
  *     the columns of its declared table; every value goes into OUT through a bound parameter;
  *   - every connection is guarded (db_guard.c: defensive, schema untrusted, no triggers, ATTACH or
@@ -41,84 +40,9 @@ struct merge {
     struct ts_err *err;
 };
 
-/* The declared schema in memory: every table, view and index a tessera database may hold. */
-static int declared(struct merge *m)
-{
-    char *core = db_schema_in("main"), *fleet = db_fleet_schema_in("main"), *engine = db_engine_schema_in("main");
-    const bool ok = sqlite3_open_v2(":memory:", &m->decl, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) == SQLITE_OK &&
-                    sqlite3_exec(m->decl, core, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(m->decl, "main") == 0 &&
-                    sqlite3_exec(m->decl, fleet, NULL, NULL, NULL) == SQLITE_OK &&
-                    sqlite3_exec(m->decl, engine, NULL, NULL, NULL) == SQLITE_OK &&
-                    sqlite3_exec(m->decl, DB_SEGMENT_INDEX, NULL, NULL, NULL) == SQLITE_OK;
-    free(core), free(fleet), free(engine);
-    return ok ? 0 : ts_fail(m->err, "cannot lay out tessera's schema in memory: %s", sqlite3_errmsg(m->decl));
-}
-
-/* The type ("table", "view", "index") of the declared object `name`, or NULL. */
-static const char *declared_type(struct merge *m, const char *name, char *buf, size_t len)
-{
-    sqlite3_stmt *st = NULL;
-    buf[0] = '\0';
-    if (sqlite3_prepare_v2(m->decl, "SELECT type FROM sqlite_master WHERE name = ?1", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW)
-            snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
-    }
-    sqlite3_finalize(st);
-    return buf[0] ? buf : NULL;
-}
-
-/* Every column of db's table `t` is one of the declared object's of that name; else refused by name. */
-static int check_columns(struct merge *m, sqlite3 *db, const char *path, const char *t)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = 0;
-    if (sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info(?1)", -1, &st, NULL) != SQLITE_OK)
-        return ts_fail(m->err, "%s: table %s: %s", path, t, sqlite3_errmsg(db));
-    sqlite3_bind_text(st, 1, t, -1, SQLITE_STATIC);
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        const char *col = (const char *)sqlite3_column_text(st, 0);
-        if (db_has_column(m->decl, "main", t, col ? col : "") != 1)
-            rc = ts_fail(m->err, "%s: table %s has a column '%s' that no tessera database has; db merge copies "
-                         "tessera's tables and columns alone", path, t, col ? col : "");
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-/* Every object of db (an input, or OUT where it exists) is one tessera declares: its tables and
- * their columns, an older database's tables of single steps and segments (in the place of the views
- * over the runs), the views, the index over the segment runs and SQLite's own. Anything else, a
- * trigger among them, is refused by name. */
-static int check_objects(struct merge *m, sqlite3 *db, const char *path)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = 0;
-    if (sqlite3_prepare_v2(db, "SELECT type, name FROM sqlite_master ORDER BY rowid", -1, &st, NULL) != SQLITE_OK) {
-        const int code = sqlite3_errcode(db);
-        return ts_fail(m->err, "%s: %s", path, code == SQLITE_NOTADB ? "not an SQLite database" : sqlite3_errmsg(db));
-    }
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        const char *type = (const char *)sqlite3_column_text(st, 0), *name = (const char *)sqlite3_column_text(st, 1);
-        char decl[16];
-        const char *want = declared_type(m, name ? name : "", decl, sizeof decl);
-        type = type ? type : "?", name = name ? name : "";
-        const bool sqlite_own = strncmp(name, "sqlite_", 7) == 0 && strcmp(type, "trigger") != 0 &&
-                                strcmp(type, "view") != 0;
-        if (sqlite_own)
-            continue;
-        if (strcmp(type, "table") == 0 && want && strcmp(want, "index") != 0)
-            rc = check_columns(m, db, path, name); /* (a view's name: an older database's table of it) */
-        else if (!want || strcmp(want, type) != 0)
-            rc = ts_fail(m->err, "%s: holds %s '%s', which is no part of a tessera database; db merge copies "
-                         "tessera's tables alone and refuses a file that holds anything else", path, type, name);
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
 /* An input opened read-only, its file and objects checked: a regular file, not OUT itself, sound
- * (SQLite's integrity check, up to DB_CHECK_MAX_BYTES) and of tessera's objects alone. */
+ * (SQLite's integrity check, up to DB_CHECK_MAX_BYTES), of tessera's objects alone and its rows
+ * bounded by its runs (db_own.c). */
 static int open_input(struct merge *m, const char *path, const struct stat *out_sb, sqlite3 **db)
 {
     struct stat sb;
@@ -133,21 +57,21 @@ static int open_input(struct merge *m, const char *path, const struct stat *out_
     if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
         return ts_fail(m->err, "%s: cannot open it: %s", path, db_why(*db, why, sizeof why));
     sqlite3_busy_timeout(*db, DB_BUSY_MS);
-    if (check_objects(m, *db, path))
+    if (db_own(*db, path, m->err))
         return -1;
     if (sb.st_size <= DB_CHECK_MAX_BYTES && db_integrity(*db, path, m->err)) {
         char msg[sizeof m->err->msg];
         snprintf(msg, sizeof msg, "%s", m->err->msg);
         return ts_fail(m->err, "%s; a damaged database is not merged", msg);
     }
-    return 0;
+    return db_bounded(*db, path, -1, m->err);
 }
 
 /* The input's runs mapped into OUT: each new one inserted into OUT's runs (its id OUT's next), each
  * OUT holds already (the same created time, code version, seed and configuration) mapped to 0. */
 static int map_runs(struct merge *m, sqlite3 *in, const char *path)
 {
-    sqlite3_stmt *sel = NULL, *held = NULL, *ins = NULL;
+    sqlite3_stmt *sel = NULL, *held = NULL, *ins = NULL, *note = NULL;
     int rc = -1;
     m->n_map = 0;
     if (db_has_column(in, "main", "runs", "run_id") != 1) { /* an empty database: no runs */
@@ -159,30 +83,34 @@ static int map_runs(struct merge *m, sqlite3 *in, const char *path)
         ts_fail(m->err, "%s: runs: %s", path, sqlite3_errmsg(in));
         goto done;
     }
-    if (sqlite3_prepare_v2(m->out, "SELECT EXISTS (SELECT 1 FROM runs WHERE created IS ?1 AND code_version IS ?2 "
+    if (sqlite3_prepare_v2(m->out, "SELECT EXISTS (SELECT 1 FROM temp.held WHERE created IS ?1 AND code_version IS ?2 "
                                    "AND seed IS ?3 AND config_json IS ?4)", -1, &held, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(m->out, "INSERT INTO runs(created, code_version, seed, config_json) VALUES(?1, ?2, ?3, ?4)",
-                           -1, &ins, NULL) != SQLITE_OK) {
+        sqlite3_prepare_v2(m->out, "INSERT INTO main.runs(created, code_version, seed, config_json) VALUES(?1, ?2, ?3, ?4);",
+                           -1, &ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->out, "INSERT INTO temp.held VALUES(?1, ?2, ?3, ?4)", -1, &note, NULL) != SQLITE_OK) {
         ts_fail(m->err, "%s: %s", m->out_path, sqlite3_errmsg(m->out));
         goto done;
     }
     size_t cap = 0;
     int step;
     while ((step = sqlite3_step(sel)) == SQLITE_ROW) {
-        for (int k = 1; k <= 4; k++)
-            sqlite3_bind_value(held, k, sqlite3_column_value(sel, k)), sqlite3_bind_value(ins, k, sqlite3_column_value(sel, k));
+        for (int k = 1; k <= 4; k++) {
+            sqlite3_bind_value(held, k, sqlite3_column_value(sel, k));
+            sqlite3_bind_value(ins, k, sqlite3_column_value(sel, k));
+            sqlite3_bind_value(note, k, sqlite3_column_value(sel, k));
+        }
         const bool have = sqlite3_step(held) == SQLITE_ROW && sqlite3_column_int(held, 0);
         sqlite3_reset(held);
         int64_t id = 0;
         if (have) {
             m->already++;
         } else {
-            if (sqlite3_step(ins) != SQLITE_DONE) {
+            if (sqlite3_step(ins) != SQLITE_DONE || sqlite3_step(note) != SQLITE_DONE) {
                 ts_fail(m->err, "%s: run %lld: %s", m->out_path, (long long)sqlite3_column_int64(sel, 0),
                         sqlite3_errmsg(m->out));
                 goto done;
             }
-            sqlite3_reset(ins);
+            sqlite3_reset(ins), sqlite3_reset(note);
             id = sqlite3_last_insert_rowid(m->out);
         }
         ts_grow((void **)&m->map, &cap, m->n_map + 1, sizeof *m->map);
@@ -194,7 +122,7 @@ static int map_runs(struct merge *m, sqlite3 *in, const char *path)
     }
     rc = 0;
 done:
-    sqlite3_finalize(sel), sqlite3_finalize(held), sqlite3_finalize(ins);
+    sqlite3_finalize(sel), sqlite3_finalize(held), sqlite3_finalize(ins), sqlite3_finalize(note);
     return rc;
 }
 
@@ -368,7 +296,7 @@ static int open_out(struct merge *m, int fd)
                                                             NULL, NULL, NULL) != SQLITE_OK
                    ? ts_fail(m->err, "%s: %s", m->out_path, sqlite3_errmsg(m->out))
                    : 0;
-    if (check_objects(m, m->out, m->out_path))
+    if (db_own(m->out, m->out_path, m->err))
         return -1;
     return sqlite3_exec(m->out, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) == SQLITE_OK
                ? 0
@@ -381,8 +309,13 @@ static int merge_all(struct merge *m, sqlite3 *const *in, const char *const *pat
     char *sch = db_schema_in("main");
     for (int i = 0; i < n; i++) {
         const int64_t runs0 = m->runs, already0 = m->already;
+        /* (the runs OUT holds, for the question whether it holds an input's: indexed, in the connection's
+         * own temporary schema, which its file never sees) */
         bool ok = sqlite3_exec(m->out, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
-                  sqlite3_exec(m->out, sch, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(m->out, "main") == 0;
+                  sqlite3_exec(m->out, sch, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(m->out, "main") == 0 &&
+                  (i > 0 || sqlite3_exec(m->out, "CREATE TEMP TABLE held AS SELECT created, code_version, seed, "
+                                                 "config_json FROM main.runs; CREATE INDEX temp.held_key ON "
+                                                 "held(created, code_version, seed)", NULL, NULL, NULL) == SQLITE_OK);
         if (!ok)
             ts_fail(m->err, "%s: %s", m->out_path, sqlite3_errmsg(m->out));
         ok = ok && merge_one(m, in[i], paths[i]) == 0;
@@ -424,7 +357,7 @@ int db_merge(const char *out, const char *const *in, int n, int64_t *runs, int64
     struct stat out_sb;
     const bool out_exists = stat(out, &out_sb) == 0;
     int rc = -1, fd = -1;
-    if (declared(&m) || db_check(out, DB_APPEND, err))
+    if (db_declared(&m.decl, err) || db_check(out, DB_APPEND, err))
         goto done;
     for (int i = 0; i < n; i++) /* every input checked before anything is written */
         if (open_input(&m, in[i], out_exists ? &out_sb : NULL, &src[i]))

@@ -1,6 +1,6 @@
 /*
  * db_schema.c: a run's database as tables (SPEC section 10), upgrading an older one, reading its
- * recorded steps back, and the checks a database passes before a run is written into it or merged.
+ * recorded steps back, and SQLite's integrity check.
  *
  *   runs          run_id, created (UTC, to the nanosecond), code_version, seed, config_json
  *   requests      per request: arrival, admitted, first block done, finish (ns), P, G, C, steps,
@@ -15,20 +15,16 @@
  *   segment_runs  what the segments view expands: runs of consecutive steps in which a request's
  *                 segment kept its shape
  *   summary       one row per run: throughput, latency statistics, counts, memory, redundancy,
- *                 energy, the share of requests within --slo
+ *                 energy, the share of requests within --slo, the rate offered and whether the run
+ *                 was overloaded (sim_overload_rule; NULL where fewer than SIM_OVERLOAD_MIN arrived)
  *   op_breakdown  per-op seconds summed over the run
  *
  */
-#define _GNU_SOURCE /* lstat, O_TMPFILE */
 #include <errno.h>
-#include <fcntl.h>
-#include <linux/magic.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -61,7 +57,7 @@ static const char *const schema =
     " weight_bytes INTEGER, kv_pool_bytes INTEGER, act_reserved_bytes INTEGER,"
     " capacity_bytes INTEGER, static_batch INTEGER, rows_processed INTEGER, missed_decodes INTEGER,"
     " redundancy REAL, num_stalls INTEGER, energy_j REAL, mean_power_w REAL, slo_attainment REAL,"
-    " expected_accuracy REAL, accuracy_task TEXT, interval_json TEXT);"
+    " expected_accuracy REAL, accuracy_task TEXT, interval_json TEXT, offered_rps REAL, overloaded INTEGER);"
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
     " PRIMARY KEY(run_id, op));";
 
@@ -128,20 +124,36 @@ const char *db_step_cols(void)
 const char *const db_seg_cols = "req_id, phase, q, kv, kv_write, logit_rows, decoded, padding, keep, score_rows, "
                                 "q_front, kv_front, kv_write_front, probe, carry, picked, attn_keys, host_kv, host_scan";
 
+/* One view's statement over its runs: the steps view (steps) or the segments view, whose row columns
+ * are cols (db_step_cols or db_seg_cols, or an older database's), made by `create` ("CREATE VIEW IF
+ * NOT EXISTS main." to make it; "CREATE VIEW " as SQLite stores it), into buf. */
+void db_view_sql(bool steps, const char *create, const char *cols, char *buf, size_t len)
+{
+    const char *c = cols;
+    const int n = steps ? snprintf(buf, len,
+                                   "%ssteps AS WITH RECURSIVE x(run_id, step_id, last_step, start_ns, duration_ns, %s) AS "
+                                   "(SELECT run_id, first_step, last_step, start_ns, duration_ns, %s FROM step_runs UNION "
+                                   "ALL SELECT run_id, step_id + 1, last_step, start_ns + duration_ns, duration_ns, %s FROM "
+                                   "x WHERE step_id < last_step) SELECT run_id, step_id, start_ns, duration_ns, %s FROM x",
+                                   create, c, c, c, c)
+                        : snprintf(buf, len,
+                                   "%ssegments AS WITH RECURSIVE x(run_id, step_id, last_step, %s) AS (SELECT run_id, "
+                                   "first_step, last_step, %s FROM segment_runs UNION ALL SELECT run_id, step_id + 1, "
+                                   "last_step, %s FROM x WHERE step_id < last_step) SELECT run_id, step_id, %s FROM x",
+                                   create, c, c, c, c);
+    TS_ASSERT(n > 0 && (size_t)n < len);
+}
+
 /* The views in database `name`, into buf. */
 static void views_sql(const char *name, char *buf, size_t len)
 {
-    const char *st = db_step_cols(), *sg = db_seg_cols;
-    const int n = snprintf(buf, len,
-             "CREATE VIEW IF NOT EXISTS %s.steps AS WITH RECURSIVE x(run_id, step_id, last_step, start_ns, duration_ns, "
-             "%s) AS (SELECT run_id, first_step, last_step, start_ns, duration_ns, %s FROM step_runs UNION ALL SELECT "
-             "run_id, step_id + 1, last_step, start_ns + duration_ns, duration_ns, %s FROM x WHERE step_id < last_step) "
-             "SELECT run_id, step_id, start_ns, duration_ns, %s FROM x;"
-             "CREATE VIEW IF NOT EXISTS %s.segments AS WITH RECURSIVE x(run_id, step_id, last_step, %s) AS (SELECT "
-             "run_id, first_step, last_step, %s FROM segment_runs UNION ALL SELECT run_id, step_id + 1, last_step, %s "
-             "FROM x WHERE step_id < last_step) SELECT run_id, step_id, %s FROM x;",
-             name, st, st, st, st, name, sg, sg, sg, sg);
-    TS_ASSERT(n > 0 && (size_t)n < len);
+    char create[64];
+    snprintf(create, sizeof create, "CREATE VIEW IF NOT EXISTS %s.", name);
+    db_view_sql(true, create, db_step_cols(), buf, len);
+    size_t n = strlen(buf);
+    TS_ASSERT(n + 2 < len);
+    buf[n++] = ';';
+    db_view_sql(false, create, db_seg_cols, buf + n, len - n);
 }
 
 /* Columns later versions added to a table, with their type: a database written before them gets them
@@ -160,7 +172,18 @@ static const char *const added_columns[][3] = {
     /* (a run priced before its energy was: NULL, not known) */
     {"summary", "energy_j", "REAL"}, {"summary", "mean_power_w", "REAL"}, {"summary", "slo_attainment", "REAL"},
     {"summary", "expected_accuracy", "REAL"}, {"summary", "accuracy_task", "TEXT"},
-    {"summary", "interval_json", "TEXT"}};
+    {"summary", "interval_json", "TEXT"}, {"summary", "offered_rps", "REAL"}, {"summary", "overloaded", "INTEGER"}};
+
+bool db_added_piece(const char *table, const char *piece)
+{
+    for (size_t i = 0; i < TS_ARRAY_LEN(added_columns); i++) {
+        const size_t n = strlen(added_columns[i][1]);
+        if (strcmp(added_columns[i][0], table) == 0 && strncmp(piece, added_columns[i][1], n) == 0 &&
+            piece[n] == ' ' && strcmp(piece + n + 1, added_columns[i][2]) == 0)
+            return true;
+    }
+    return false;
+}
 
 int db_has_column(sqlite3 *db, const char *name, const char *table, const char *col)
 {
@@ -400,14 +423,7 @@ int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_
     return rc == SQLITE_DONE ? 0 : ts_fail(err, "run %lld, step %lld: %s", (long long)run_id, (long long)step_id, msg);
 }
 
-/* The tables a tessera database has, each with a column that only it has. */
-static const char *const tables[][2] = {{"runs", "config_json"}, {"requests", "reject_reason"}, {"steps", "ffn_chunks"},
-                                       {"segments", "padding"}, {"summary", "act_reserved_bytes"},
-                                       {"op_breakdown", "seconds"}};
-
-/* sqlite3_prepare_v2, waiting out another writer's schema change (a new database being made: its
- * tables, views and journal mode); any other failure returns at once. */
-static int prepare_waiting(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+int db_prepare_waiting(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 {
     int rc = SQLITE_OK;
     for (int waited = 0; waited <= DB_BUSY_MS; waited += 10) {
@@ -421,120 +437,10 @@ static int prepare_waiting(sqlite3 *db, const char *sql, sqlite3_stmt **st)
     return rc;
 }
 
-/* Whether folder dir takes path, a new file, tried without naming one: an unnamed file made and dropped
- * (O_TMPFILE). Where its file system has none, a kernel's own (/proc, /sys), which holds no database,
- * is refused by its type; any other is taken on its permissions. */
-static int folder_takes_files(const char *path, const char *dir, struct ts_err *err)
-{
-    const int fd = open(dir, O_TMPFILE | O_RDWR, 0600);
-    if (fd >= 0) {
-        close(fd);
-        return 0;
-    }
-    const int why = errno;
-    struct statfs fs;
-    if (why != EOPNOTSUPP && why != EISDIR && why != EINVAL)
-        return ts_fail(err, "%s: cannot create a file in '%s': %s", path, dir, strerror(why));
-    if (statfs(dir, &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC))
-        return ts_fail(err, "%s: '%s' is the kernel's %s file system, which holds no database", path, dir,
-                       fs.f_type == PROC_SUPER_MAGIC ? "proc" : "sysfs");
-    return 0;
-}
-
-int db_check(const char *path, enum db_mode mode, struct ts_err *err)
-{
-    if (db_guard_process())
-        return ts_fail(err, "%s: cannot set SQLite's guards", path);
-    struct stat sb;
-    if (stat(path, &sb) != 0) { /* a new database: its folder must take it */
-        const int why = errno;
-        char dir[CFG_PATH + 8];
-        ts_folder_of(path, dir, sizeof dir);
-        if (why != ENOENT)
-            return ts_fail(err, "%s: %s", path, strerror(why));
-        if (lstat(path, &sb) == 0) /* a link to nothing: SQLite would not follow it to make the file */
-            return ts_fail(err, "%s: a symbolic link to a file that does not exist", path);
-        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-            return ts_fail(err, "%s: no such folder '%s'", path, dir);
-        if (access(dir, W_OK | X_OK) != 0)
-            return ts_fail(err, "%s: cannot create a file in '%s': %s", path, dir, strerror(errno));
-        return folder_takes_files(path, dir, err);
-    }
-    if (S_ISDIR(sb.st_mode))
-        return ts_fail(err, "%s: a folder, not a database file", path);
-    if (!S_ISREG(sb.st_mode))
-        return ts_fail(err, "%s: not a regular file (a device, pipe or socket), so no database", path);
-    if (access(path, W_OK) != 0) /* a read-only file system or file: said before the run, not after */
-        return ts_fail(err, "%s: cannot write it: %s", path, strerror(errno));
-    sqlite3 *db = NULL;
-    int rc = -1;
-    int64_t runs = 0;
-    char why[320];
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-        ts_fail(err, "%s: cannot open it for writing: %s", path, db_why(db, why, sizeof why));
-        goto done;
-    }
-    sqlite3_busy_timeout(db, DB_BUSY_MS);
-    for (size_t i = 0; i < TS_ARRAY_LEN(tables); i++) {
-        char sql[128];
-        sqlite3_stmt *st = NULL;
-        /* compiled, not run: a table or column missing fails here, and no row is read (the steps and
-         * segments views expand every stored run); the runs table alone is counted */
-        if (i == 0)
-            snprintf(sql, sizeof sql, "SELECT count(*), count(%s) FROM %s", tables[i][1], tables[i][0]);
-        else
-            snprintf(sql, sizeof sql, "SELECT %s FROM %s LIMIT 0", tables[i][1], tables[i][0]);
-        int prc = prepare_waiting(db, sql, &st);
-        if (prc == SQLITE_NOTADB || prc == SQLITE_CORRUPT) {
-            ts_fail(err, "%s: not an SQLite database", path);
-            sqlite3_finalize(st);
-            goto done;
-        }
-        if (prc != SQLITE_OK && prc != SQLITE_ERROR) { /* the environment's refusal, not the schema's */
-            ts_fail(err, "%s: cannot read it: %s", path, db_why(db, why, sizeof why));
-            sqlite3_finalize(st);
-            goto done;
-        }
-        if (prc != SQLITE_OK) {
-            /* an empty file or an empty database becomes a tessera one; a database of other tables does not */
-            char missing[256];
-            snprintf(missing, sizeof missing, "%s", sqlite3_errmsg(db));
-            sqlite3_stmt *any = NULL;
-            bool empty = prepare_waiting(db, "SELECT count(*) FROM sqlite_master", &any) == SQLITE_OK &&
-                         sqlite3_step(any) == SQLITE_ROW && sqlite3_column_int64(any, 0) == 0;
-            sqlite3_finalize(any);
-            if (!empty) {
-                ts_fail(err, "%s: not a tessera database (table %s: %s)", path, tables[i][0], missing);
-                goto done;
-            }
-            rc = 0;
-            goto done;
-        }
-        if (sqlite3_step(st) == SQLITE_ROW && i == 0)
-            runs = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    if (runs > 0 && mode == DB_NEW) {
-        ts_fail(err, "%s: holds %lld runs already; --append adds this one beside them, --replace replaces them",
-                path, (long long)runs);
-        goto done;
-    }
-    if (mode == DB_APPEND && runs > 0 && sb.st_size <= DB_CHECK_MAX_BYTES && db_integrity(db, path, err)) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        ts_fail(err, "%s; a damaged database is neither appended to nor merged", msg);
-        goto done;
-    }
-    rc = 0;
-done:
-    sqlite3_close(db);
-    return rc;
-}
-
 int db_integrity(sqlite3 *db, const char *path, struct ts_err *err)
 {
     sqlite3_stmt *st = NULL;
-    int rc = prepare_waiting(db, "PRAGMA integrity_check(3)", &st);
+    int rc = db_prepare_waiting(db, "PRAGMA integrity_check(3)", &st);
     if (rc != SQLITE_OK) {
         char why[320];
         ts_fail(err, "%s: cannot check it: %s", path, db_why(db, why, sizeof why));

@@ -426,7 +426,7 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
 {
     const struct sim_summary m = *mp;
     sqlite3_stmt *st;
-    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 &st))
         return -1;
     int k = 1;
@@ -463,6 +463,13 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
         sqlite3_bind_text(st, k++, w->interval_json, -1, SQLITE_TRANSIENT);
     else
         sqlite3_bind_null(st, k++);
+    if (m.offered_rps > 0) { /* (fewer than SIM_OVERLOAD_MIN arrivals: not judged, NULL) */
+        sqlite3_bind_double(st, k++, m.offered_rps);
+        sqlite3_bind_int(st, k++, m.overloaded);
+    } else {
+        sqlite3_bind_null(st, k++);
+        sqlite3_bind_null(st, k++);
+    }
     int rc = step_done(w, st);
     sqlite3_finalize(st);
     if (rc || prepare(w, "INSERT INTO out.op_breakdown VALUES(?,?,?)", &st))

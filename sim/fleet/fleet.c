@@ -77,6 +77,11 @@ struct fleet_state {
     int32_t *free_mv; /* slots of mv free again */
     size_t num_free, cap_free;
     struct prompt_cache **seen; /* an affinity router's picture of each replica's prompt cache, or NULL */
+    /* overload (sim_overload_rule): the requests outstanding at its two marks, the fleet's (held back
+     * and moving among them) and each replica's [n], and the last arrival */
+    int64_t marks[2];
+    int64_t (*rep_marks)[2];
+    int64_t last_arrival_ns;
 };
 
 /* The replica of [lo, hi) the router picks for request tr (NULL: one moved between the pools), from
@@ -413,6 +418,47 @@ static void scaler_tick(struct scaler *sc, const struct fleet_scale *fs, struct 
     out->up_mean += (up - out->up_mean) / (double)++out->scale_taken;
 }
 
+#define FLEET_READINGS_SAID 1000000 /* control readings past which the run says how many it takes */
+
+/* The overload rule's mark k (0: at a third of the arrivals, 1: at the last) taken at t: each replica
+ * run up to t (its view left as the router last saw it, so that the routing is as without the mark)
+ * and its requests outstanding counted, with the fleet's held back and moving. */
+static void overload_mark(struct fleet_state *fl, int k, int64_t t)
+{
+    if (fl->disagg)
+        step_to(fl, t);
+    int64_t all = (int64_t)fl->q.n;
+    for (int i = 0; i < fl->n; i++) {
+        fl->dirty[i] |= sim_advance(fl->r[i], t);
+        struct sim_load ld;
+        sim_load(fl->r[i], &ld);
+        fl->rep_marks[i][k] = ld.outstanding;
+        all += ld.outstanding + (fl->disagg ? fl->inbound[i] : 0);
+    }
+    fl->marks[k] = all;
+}
+
+/* The overload rule over the fleet and each replica (where SIM_OVERLOAD_MIN requests arrived). */
+static void overload_judge(struct fleet_state *fl, int64_t arrivals)
+{
+    struct fleet_result *out = fl->out;
+    const double span_s = (double)fl->last_arrival_ns * 1e-9;
+    if (arrivals < SIM_OVERLOAD_MIN || span_s <= 0)
+        return;
+    struct sim_summary *f = &out->fleet;
+    memcpy(f->outstanding, fl->marks, sizeof fl->marks);
+    f->offered_rps = (double)(arrivals - 1) / span_s;
+    f->overloaded = sim_overload_rule(f->outstanding, f->offered_rps,
+                                      (double)f->num_finished / ((double)f->makespan_ns * 1e-9));
+    for (int i = 0; i < fl->n; i++) {
+        struct sim_summary *m = &out->replica[i];
+        memcpy(m->outstanding, fl->rep_marks[i], sizeof fl->rep_marks[i]);
+        m->offered_rps = (double)(out->routed[i] + m->handed_in) / span_s;
+        m->overloaded = m->makespan_ns > 0 && sim_overload_rule(m->outstanding, m->offered_rps,
+                                                                (double)m->num_finished / ((double)m->makespan_ns * 1e-9));
+    }
+}
+
 /* The control loops' readings due before the arrival at t_ns (the autoscaler's, load control's), in
  * order of time; -1 with err where load control cannot set a replica's threshold. */
 static int controls(struct fleet_state *fl, struct scaler *sc, int64_t t_ns, struct ts_err *err)
@@ -424,6 +470,12 @@ static int controls(struct fleet_state *fl, struct scaler *sc, int64_t t_ns, str
         const double a = fs->on ? sc->next_s : INFINITY, b = lc->on ? fl->tau_next_s : INFINITY;
         if (fmin(a, b) > t_s)
             return 0;
+        /* (their count is the workload's span over every: a long span at a short every is said, once) */
+        if (fl->out->scale_taken + fl->out->tau_taken == FLEET_READINGS_SAID)
+            fprintf(stderr, "tessera sim: %lld control readings taken by %.0f s of simulated time (--autoscale or "
+                    "--load-control every=%g s): the run's time grows with the workload's span over every; a "
+                    "longer every takes fewer\n", (long long)FLEET_READINGS_SAID, fmin(a, b),
+                    fs->on ? fs->every_s : lc->every_s);
         if (a <= b) {
             scaler_tick(sc, fs, fl, a, TS_MIN((int64_t)(a * 1e9), t_ns), fl->out);
             sc->next_s += fs->every_s;
@@ -653,7 +705,7 @@ static int prompts_setup(struct fleet_state *fl, const struct sim_config *cfg, c
 
 /* The workload routed: every replica's run finished, its summary taken, its energy over its time up,
  * and the fleet's merged. */
-static int finish(struct fleet_state *fl, const struct scaler *sc, double slo, struct ts_err *err)
+static int finish(struct fleet_state *fl, const struct scaler *sc, double slo, int64_t arrivals, struct ts_err *err)
 {
     struct fleet_result *out = fl->out;
     const int n = fl->n;
@@ -674,6 +726,7 @@ static int finish(struct fleet_state *fl, const struct scaler *sc, double slo, s
     }
     if (merge(fl->r, out, slo, &out->fleet))
         return ts_fail(err, "cannot read the replicas' spilled latencies back");
+    overload_judge(fl, arrivals);
     return 0;
 }
 
@@ -702,7 +755,8 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     bool *dirty = xmalloc(sizeof *dirty * (size_t)n);
     for (int i = 0; i < n; i++)
         dirty[i] = true;
-    struct fleet_state fl = {.r = r, .n = n, .o = o, .v = v, .dirty = dirty, .entry = n, .out = out};
+    struct fleet_state fl = {.r = r, .n = n, .o = o, .v = v, .dirty = dirty, .entry = n, .out = out,
+                             .rep_marks = xcalloc((size_t)n, sizeof(int64_t[2]))};
     struct trace t = {0}, lengths = {0};
     struct trace_stream st = {0};
     struct model_cfg m;
@@ -731,6 +785,10 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
         const double t_s = (double)tr.arrival_ns * 1e-9;
         if (controls(&fl, &sc, tr.arrival_ns, err))
             goto done;
+        const int64_t index = st.i - 1;
+        if (st.n >= SIM_OVERLOAD_MIN && (index == st.n / 3 || index == st.n - 1))
+            overload_mark(&fl, index == st.n - 1, tr.arrival_ns);
+        fl.last_arrival_ns = tr.arrival_ns;
         if (stale_ns <= 0 || tr.arrival_ns >= next_refresh) {
             refresh_view(&fl, tr.arrival_ns);
             next_refresh = tr.arrival_ns + stale_ns;
@@ -757,7 +815,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
         step_to(&fl, INT64_MAX);
     if (o->progress)
         show_progress(st.n, st.n, tr.arrival_ns, true);
-    rc = finish(&fl, &sc, cfg[0].slo, err);
+    rc = finish(&fl, &sc, cfg[0].slo, st.n, err);
     if (!rc && out->ntau > 0) { /* the threshold weighted by how long it held, to the fleet's end */
         const double end = fmax((double)out->fleet.makespan_ns * 1e-9, out->tau[out->ntau - 1].t_s), span = end - out->tau[0].t_s;
         for (int64_t k = 0; k < out->ntau; k++)
@@ -778,6 +836,7 @@ done:
     for (int i = 0; fl.seen && i < n; i++)
         prompt_cache_free(fl.seen[i]);
     free(fl.seen);
+    free(fl.rep_marks);
     free(r);
     free(v);
     free(dirty);
