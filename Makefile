@@ -221,8 +221,9 @@ run: $(BUILD)/tessera
 # left out where no GPU answers: the simulator is then built without it, in $(BUILD)/cpu.
 HAVE_GPU = $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo 1)
 check check-full: deps
-	@$(if $(and $(HAVE_CUDA),$(if $(HAVE_GPU),,1)),$(MAKE) --no-print-directory NO_CUDA=1 BUILD=$(BUILD)/cpu DOOR=$(if $(filter check-full,$@),full,fast) check-here,\
-	    $(MAKE) --no-print-directory DOOR=$(if $(filter check-full,$@),full,fast) check-here)
+	@$(if $(and $(HAVE_CUDA),$(if $(HAVE_GPU),,1)),$(MAKE) --no-print-directory -j$(NPROC) NO_CUDA=1 BUILD=$(BUILD)/cpu DOOR=$(if $(filter check-full,$@),full,fast) check-here,\
+	    $(MAKE) --no-print-directory -j$(NPROC) DOOR=$(if $(filter check-full,$@),full,fast) check-here)
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 DOOR ?= fast
 check-here: $(BUILD)/tessera $(ENGINE_LIB) $(TESTS)
 	@bash tests/check.sh $(CURDIR)/$(BUILD)/tessera $(BUILD) $(DOOR)

@@ -46,8 +46,9 @@ trap 'rm -rf "$tmp"' EXIT
 # load DB SCRATCH TABLE [--run ID]: DB's TABLE as tessera db export writes it (CSV), imported into
 # table TABLE of the scratch database $tmp/SCRATCH. Its columns are TEXT: a number is CAST where
 # order or comparison needs it. tessera's refusal (no such file, not a tessera database) is on
-# stderr, and the script exits 2. The runs table comes with a view, labels(run_id, label): each
-# run's curve label, its system (or policy/scheduler) ' on ' its GPU ' (run N)'.
+# stderr, and the script exits 2. The runs table comes with a column known_as (how the run's system is
+# known: validated, measured or modelled) and a view, labels(run_id, label): each run's curve label,
+# its system (or policy/scheduler) ' on ' its GPU ' (run N, how it is known)'.
 load() {
     local db=$1 scratch=$2 table=$3
     shift 3
@@ -55,10 +56,17 @@ load() {
     "$bin" db export "$(dbarg "$db")" "$table" --csv "$@" >"$tmp/$table.csv" || exit 2
     sqlite3 "$tmp/$scratch" ".import --csv /dev/stdin $table" <"$tmp/$table.csv"
     rm -f "$tmp/$table.csv"
-    [ "$table" != runs ] || sqlite3 "$tmp/$scratch" "CREATE VIEW labels AS SELECT run_id,
+    [ "$table" != runs ] && return
+    # how each run's system is known (validated, measured or modelled: the summary's known, before
+    # its first ':'; '' in a database from before it), as a column of its own
+    sqlite3 "$tmp/$scratch" "ALTER TABLE runs ADD COLUMN known_as DEFAULT ''"
+    [ "$(sqlite3 "$tmp/$scratch" "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'known'")" = 1 ] &&
+        sqlite3 "$tmp/$scratch" "UPDATE runs SET known_as = substr(known, 1, instr(known, ':') - 1)"
+    sqlite3 "$tmp/$scratch" "CREATE VIEW labels AS SELECT run_id,
         coalesce(nullif(json_extract(config_json, '\$.system'), ''),
         json_extract(config_json, '\$.policy') || '/' || json_extract(config_json, '\$.scheduler'))
-        || ' on ' || json_extract(config_json, '\$.gpu') || ' (run ' || run_id || ')' AS label FROM runs"
+        || ' on ' || json_extract(config_json, '\$.gpu') || ' (run ' || run_id
+        || coalesce(', ' || nullif(known_as, ''), '') || ')' AS label FROM runs"
 }
 # unhex HEX: the text whose bytes SQLite's hex() wrote as HEX (a label read whole, whatever it holds)
 unhex() {
@@ -199,20 +207,34 @@ sweep)
     fi
     # every run's curve, x and y in one query (the runs with a summary), split into a data file a
     # curve (sweepI.dat, I from 1); each curve's value in hex beside it, read whole
-    sqlite3 -separator $'\t' "$tmp/s.sqlite" "SELECT hex(plot_curve), plot_x, $y FROM runs WHERE num_requests != ''
-        ORDER BY plot_curve, plot_x" |
-        awk -F'\t' -v d="$tmp" '$1 != last || NR == 1 { i++; last = $1; print $1 } { print $2, $3 > (d "/sweep" i ".dat") }' \
+    # (and whether the run was overloaded: 1, else 0; a database from before the column: 0)
+    [ "$(sqlite3 "$tmp/s.sqlite" "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'overloaded'")" = 1 ] ||
+        sqlite3 "$tmp/s.sqlite" "ALTER TABLE runs ADD COLUMN overloaded DEFAULT ''"
+    # (and with each curve, how its runs' system is known, where they agree)
+    sqlite3 -separator $'\t' "$tmp/s.sqlite" "SELECT hex(plot_curve), plot_x, $y, coalesce(nullif(overloaded, ''), 0) = '1',
+        (SELECT CASE WHEN count(DISTINCT o.known_as) = 1 THEN max(o.known_as) ELSE '' END FROM runs o
+         WHERE o.plot_curve = runs.plot_curve) FROM runs WHERE num_requests != '' ORDER BY plot_curve, plot_x" |
+        awk -F'\t' -v d="$tmp" '$1 != last || NR == 1 { i++; last = $1; print $1 "\t" $5 } { print $2, $3, $4 > (d "/sweep" i ".dat") }' \
             >"$tmp/curves.txt"
+    any_over=$(cat "$tmp"/sweep*.dat 2>/dev/null | awk '$3 == 1 { n++ } END { print n + 0 }')
     plots=()
     i=0
-    while IFS= read -r v; do
+    while IFS=$'\t' read -r v known; do
         i=$((i + 1))
         title=notitle
-        [ -n "$by" ] && title="title $(gp_str "${by#--} $(unhex "$v")")"
+        [ -n "$by" ] && title="title $(gp_str "${by#--} $(unhex "$v")${known:+ ($known)}")"
         # a colour and a marker a curve (gnuplot's line types cycle through 8 colours; the markers
-        # through these 6 filled ones, so no two of the first 24 curves share both)
-        plots+=("$(gp_file "$tmp/sweep$i.dat") using 1:2 with linespoints lw 2 lt $i pt $(echo 7 5 9 11 13 15 | cut -d' ' -f$(((i - 1) % 6 + 1))) $title")
+        # through these 6 filled ones, so no two of the first 24 curves share both); an overloaded run's
+        # point drawn hollow (the filled marker's outline, one number below it)
+        pt=$(echo 7 5 9 11 13 15 | cut -d' ' -f$(((i - 1) % 6 + 1)))
+        f=$(gp_file "$tmp/sweep$i.dat")
+        plots+=("$f using 1:2 with lines lw 2 lt $i notitle"
+            "$f using 1:(\$3 == 1 ? 1/0 : \$2) with points lt $i pt $pt ps 1.3 $title"
+            "$f using 1:(\$3 == 1 ? \$2 : 1/0) with points lt $i pt $((pt - 1)) ps 1.6 notitle")
     done <"$tmp/curves.txt"
+    if [ "$any_over" -gt 0 ]; then
+        plots+=("1/0 with points lc rgb 'black' pt 6 ps 1.6 title 'hollow: overloaded'")
+    fi
     [ $i -gt 0 ] || { echo "plot.sh: $db: no runs" >&2; exit 2; }
     plotcmd=$(IFS=,; echo "${plots[*]}")
     gnuplot <<GP
@@ -221,7 +243,7 @@ set output $(gp_file "$out")
 set title $(gp_str "$(words_of "$y") over $(words_of "$xk" | sed 's/ (.*//')")
 set xlabel $(gp_str "$(words_of "$xk")")
 set ylabel $(gp_str "$(words_of "$y")")
-set key outside right
+set key top left opaque box
 set grid
 plot $plotcmd
 GP

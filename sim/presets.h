@@ -38,5 +38,14 @@ const struct preset *preset_find(const char *name);
 int preset_apply(const char *name, struct sim_config *c, struct ts_err *err);
 int preset_count(void);
 const struct preset *preset_get(int i);
+/* How preset `name`'s system is known, a line beginning "validated:", "measured:" or "modelled:" with
+ * its evidence (the record and its error, or the code read and why it never ran); NULL for a name
+ * that is no preset. */
+const char *preset_known(const char *name);
+/* How the system a run configures is known, into buf: its preset's (preset_known) where it runs on the
+ * preset's own runtime; "modelled" for a preset's schedule on another runtime (what validated it was its
+ * own); "measured" for tessera's engine priced by its calibration; else "modelled", naming the policy,
+ * scheduler, runtime and cost model. */
+const char *sim_known(const struct sim_config *c, char *buf, size_t len);
 
 #endif

@@ -4,14 +4,15 @@
 #   fast (make check; hermetic: reads nothing outside the repository):
 #     A: the Check suites (one a module, golden scenarios among them), the layering and
 #        function-length checks, shellcheck over the scripts (shellcheck_test.sh), no SQL text from
-#        data in the scripts (sql_text_test.sh), the database's reliability, hostile inputs
-#        (tests/hostile/), README's commands, the command line (cli_test.sh), the rules every command
-#        keeps (rules_test.sh) and the papers' figures (figures_test.sh);
+#        data in the scripts (sql_text_test.sh), hostile inputs (tests/hostile/), --interval's
+#        sources and levels (interval_test.sh), README's commands, the command line (cli_test.sh),
+#        the rules every command keeps (rules_test.sh) and the papers' figures (figures_test.sh);
 #     B: the suites again under AddressSanitizer + UBSan (built here, host code only), and the
 #        command line so built fed hostile run files and databases (sanitized_cli_test.sh, leaks
 #        included), then the database's reliability (db_test.sh), the longest part of A's.
 #   full (make check-full): what the fast door leaves out: the planted bugs (mutate.sh), a share a
-#     lane, and the checks that read ../shared's real traces (shared_test.sh).
+#     lane, the command-line checks that read ../shared's real traces or run longest
+#     (full_cli_test.sh), and the database's 60 interrupted runs where the fast door takes 20.
 # A line of progress at least every 30 s, one line a part when it ends (its failures under it), and
 # one closing line "check: N passed, M failed" summed over every part.
 # Usage: check.sh TESSERA_BIN BUILD [fast|full]   (BUILD: the build the suites are in; the sanitizer
@@ -75,7 +76,7 @@ asan() {
 (
     if [ "$door" = fast ]; then
         part asan asan
-        part db bash "$here/db_test.sh" "$bin"
+        part db bash "$here/db_test.sh" "$bin" 20
     else
         BUILD=$build SHARD=1,3,5/5 part mutate-1 bash "$here/mutate.sh"
     fi
@@ -91,20 +92,23 @@ lane_b=$!
 ticker=$!
 
 if [ "$door" = fast ]; then
-    echo "check: lane A: the unit suites, layers, functions, shellcheck, sql text, hostile, readme, cli, rules, figures; lane B: asan, db"
+    echo "check: lane A: the unit suites, layers, functions, shellcheck, sql text, hostile, interval, readme, cli, rules, figures; lane B: asan, db"
     part unit suites_run "${suites[@]}"
     BUILD=$build part layers bash "$here/check_layers.sh"
     part functions bash "$here/check_functions.sh"
     part shellcheck bash "$here/shellcheck_test.sh"
     part sql-text bash "$here/sql_text_test.sh"
     part hostile bash "$here/hostile/hostile_test.sh" "$bin"
+    part interval bash "$here/interval_test.sh" "$bin"
     part readme bash "$here/readme_test.sh" "$bin"
-    part cli bash "$here/cli_test.sh" "$bin"
+    # (the papers' figures: those cli_test's exp run papers --quick drew)
+    PAPERS_OUT=$logs/papers part cli bash "$here/cli_test.sh" "$bin"
     part rules bash "$here/rules_test.sh" "$bin"
-    part figures bash "$here/figures_test.sh" "$bin"
+    part figures bash "$here/figures_test.sh" "$bin" "$([ -d "$logs/papers" ] && echo "$logs/papers")"
 else
-    echo "check: lane A: the checks over ../shared, two fifths of the planted bugs; lane B: the other three fifths"
-    part shared bash "$here/shared_test.sh" "$bin"
+    echo "check: lane A: the longest and ../shared's command-line checks, the database's 60 interrupted runs, two fifths of the planted bugs; lane B: the other three fifths"
+    part full-cli bash "$here/full_cli_test.sh" "$bin"
+    part db bash "$here/db_test.sh" "$bin" 60
     BUILD=$build SHARD=2,4/5 part mutate-2 bash "$here/mutate.sh"
 fi
 wait $lane_b

@@ -132,6 +132,15 @@ START_TEST(overload_judged_as_the_instance)
         ck_assert_double_eq_tol(r.fleet.offered_rps, a.offered_rps, 1e-9 * a.offered_rps);
         ck_assert(r.fleet.overloaded == a.overloaded && r.replica[0].overloaded == a.overloaded);
         fleet_result_free(&r);
+        if (k == 0) { /* 90 arrivals in 178 ms, none finished by then: 30 and 89 outstanding, by construction, */
+            ck_assert(a.outstanding[0] == 30 && a.outstanding[1] == 89); /* the held back among them */
+            const struct fleet_opts od = {.router = router_find("round-robin"), .admit_max = 2, .defer = true};
+            ck_assert_msg(fleet_run(&c, &c, 1, &od, &r, &err) == 0, "%s", err.msg);
+            ck_assert_msg(r.fleet.outstanding[0] == 30 && r.fleet.outstanding[1] == 89 && r.fleet.overloaded,
+                          "admission deferring all but 2: outstanding %lld, %lld", (long long)r.fleet.outstanding[0],
+                          (long long)r.fleet.outstanding[1]);
+            fleet_result_free(&r);
+        }
         run_fleet(&c, 2, "round-robin", 0, 0, &r);
         ck_assert_msg(r.fleet.overloaded == (k == 0), "gap %g ms: the fleet of two", gaps_ms[k]);
         for (int i = 0; i < 2; i++) {
@@ -493,8 +502,14 @@ START_TEST(disagg_moves_keep_each_request)
         for (int i = 0; i < 4; i++)
             arrivals += d[k]->routed[i];
         ck_assert_int_eq(arrivals, N);
-        for (int i = d[k]->refresh_pool; i < 4; i++)
+        for (int i = d[k]->refresh_pool; i < 4; i++) {
             ck_assert_int_eq(d[k]->routed[i], 0); /* arrivals go to the Refresh pool */
+            /* (a Reuse replica is offered the requests moved in to it) */
+            ck_assert_msg(d[k]->replica[i].handed_in > 0 &&
+                              d[k]->replica[i].offered_rps > 0.9 * (double)d[k]->replica[i].handed_in / ((N - 1) * 0.06),
+                          "replica %d offered %g req/s for %lld moved in", i, d[k]->replica[i].offered_rps,
+                          (long long)d[k]->replica[i].handed_in);
+        }
     }
     ck_assert_int_eq(co.fleet.num_preemptions, 0);
     ck_assert_int_eq(ev.refresh_pool, 1);

@@ -498,6 +498,7 @@ START_TEST(summary_rates_and_columns_from_the_requests)
         {"expected_accuracy", 0}, /* (NULL: the decoder reads no profile; below) */
         {"accuracy_task", 0},
         {"interval_json", 0}, /* (NULL: no --interval) */
+        {"known", 0}, /* (text: below) */
         {"offered_rps", (N - 1) / ((N - 1) * 0.02)},
         {"overloaded", over},
     };
@@ -519,6 +520,10 @@ START_TEST(summary_rates_and_columns_from_the_requests)
         ck_assert_msg(fabs(v - cols[j].want) <= 1e-12 * fabs(cols[j].want), "%s: %.15g, want %.15g", cols[j].col, v,
                       cols[j].want);
     }
+    char known[512];
+    for (int k = 0; k < sqlite3_column_count(st); k++)
+        if (strcmp(sqlite3_column_name(st, k), "known") == 0)
+            ck_assert_str_eq((const char *)sqlite3_column_text(st, k), sim_known(&c, known, sizeof known));
     for (int k = 0; k < sqlite3_column_count(st); k++) /* (not known here: NULL, not 0) */
         if (strstr("expected_accuracy accuracy_task interval_json", sqlite3_column_name(st, k)))
             ck_assert_int_eq(sqlite3_column_type(st, k), SQLITE_NULL);
@@ -840,6 +845,98 @@ START_TEST(merge_copies_tessera_tables_alone)
     const char *self[1] = {out};
     ck_assert_int_ne(db_merge(out, self, 1, &runs, &held, &err), 0);
     ck_assert_msg(strstr(err.msg, "is OUT itself") != NULL, "got '%s'", err.msg);
+}
+END_TEST
+
+/* Every preset says how its system is known: validated (naming a record that exists, with its
+ * error), measured or modelled; a preset's schedule on another runtime is modelled, as is tessera's own
+ * policy under the roofline, and tessera's engine under its calibration is measured. */
+START_TEST(every_preset_says_how_it_is_known)
+{
+    for (int i = 0; i < preset_count(); i++) {
+        const char *name = preset_get(i)->name, *k = preset_known(name);
+        ck_assert_msg(k != NULL, "preset %s says nothing of how it is known", name);
+        const bool validated = strncmp(k, "validated: records/", 19) == 0;
+        ck_assert_msg(validated || strncmp(k, "measured: ", 10) == 0 || strncmp(k, "modelled: ", 10) == 0, "%s: '%s'",
+                      name, k);
+        if (validated) { /* its record is there */
+            char rec[256];
+            snprintf(rec, sizeof rec, "%s/experiments/records/%.*s/README.md", TS_SRCDIR, (int)strcspn(k + 19, " ,"),
+                     k + 19);
+            ck_assert_msg(access(rec, R_OK) == 0, "%s: no %s", name, rec);
+        }
+    }
+    ck_assert_ptr_null(preset_known("no-such-preset"));
+    struct sim_config c;
+    char buf[512];
+    test_config(&c);
+    ck_assert(strncmp(sim_known(&c, buf, sizeof buf), "modelled: ", 10) == 0);
+    snprintf(c.cost, sizeof c.cost, "calibrated");
+    ck_assert(strncmp(sim_known(&c, buf, sizeof buf), "measured: ", 10) == 0);
+    struct ts_err err;
+    ck_assert_int_eq(preset_apply("sglang", &c, &err), 0);
+    ck_assert_str_eq(sim_known(&c, buf, sizeof buf), preset_known("sglang"));
+    snprintf(c.impl, sizeof c.impl, "tessera");
+    ck_assert_msg(strncmp(sim_known(&c, buf, sizeof buf), "modelled: sglang's schedule on runtime tessera", 46) == 0,
+                  "%s", buf);
+}
+END_TEST
+
+/* The overload rule at its edges, by hand: the outstanding more than twice and by more than 5 (25 of
+ * 10 is not, 26 is; growth short of double is not), arrivals more than 10% faster than finishes. */
+START_TEST(overload_rule_at_its_edges)
+{
+    static const struct {
+        int64_t out[2];
+        double offered, served;
+        bool want;
+    } cases[] = {{{10, 26}, 2, 1, true},  {{10, 25}, 2, 1, false}, {{10, 15}, 2, 1, false},
+                 {{0, 6}, 2, 1, true},    {{0, 5}, 2, 1, false},   {{10, 26}, 1.1, 1, false},
+                 {{10, 26}, 1.11, 1, true}, {{40, 70}, 5, 1, false}};
+    for (size_t k = 0; k < TS_ARRAY_LEN(cases); k++)
+        ck_assert_msg(sim_overload_rule(cases[k].out, cases[k].offered, cases[k].served) == cases[k].want,
+                      "case %zu: %lld then %lld, %g offered against %g served", k, (long long)cases[k].out[0],
+                      (long long)cases[k].out[1], cases[k].offered, cases[k].served);
+}
+END_TEST
+
+/* The database's overload columns: NULL for a run of too few arrivals to judge (fewer than
+ * SIM_OVERLOAD_MIN), the run's verdict and rate for one judged: 90 arrivals 2 ms apart overload an H200
+ * (none can finish within their 178 ms), 90 arrivals 2 s apart do not. */
+START_TEST(database_stores_the_overload_verdict)
+{
+    static const struct {
+        int n;
+        double gap_ms;
+        const char *want;
+    } runs[] = {{5, 2, "NULL NULL"}, {90, 2, "1 500.0"}, {90, 2000, "0 0.5"}};
+    for (size_t k = 0; k < TS_ARRAY_LEN(runs); k++) {
+        char *text = xmalloc(64 * (size_t)(runs[k].n + 1));
+        int len = sprintf(text, "arrival_ns,prompt_tokens,output_tokens\n");
+        for (int i = 0; i < runs[k].n; i++)
+            len += sprintf(text + len, "%lld,%d,64\n", (long long)(i * runs[k].gap_ms * 1e6), 100 + 37 * i % 400);
+        struct sim_config c;
+        test_config(&c);
+        snprintf(c.trace, sizeof c.trace, "%s", tmp_file(5, ".csv", text));
+        free(text);
+        c.requests = 0, c.rps = 0, c.gen_len = 64;
+        struct sim *s = run(&c);
+        const char *path = tmp_path(6, ".db");
+        unlink(path);
+        struct ts_err err;
+        ck_assert_msg(sim_write_db(s, path, DB_NEW, &err) == 0, "%s", err.msg);
+        sim_destroy(s);
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+        ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT coalesce(overloaded, 'NULL') || ' ' || coalesce(round(offered_rps, "
+                                                "1), 'NULL') FROM summary", -1, &st, NULL), SQLITE_OK);
+        ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+        ck_assert_msg(strcmp((const char *)sqlite3_column_text(st, 0), runs[k].want) == 0, "run %zu: '%s', want '%s'", k,
+                      (const char *)sqlite3_column_text(st, 0), runs[k].want);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    }
 }
 END_TEST
 
@@ -1565,6 +1662,9 @@ int main(void)
     tcase_add_test(tc, expected_accuracy_along_a_sweep);
     tcase_add_test(tc, decode_streams_independent_of_batching);
     tcase_add_test(tc, database_matches_summary);
+    tcase_add_test(tc, database_stores_the_overload_verdict);
+    tcase_add_test(tc, overload_rule_at_its_edges);
+    tcase_add_test(tc, every_preset_says_how_it_is_known);
     tcase_add_test(tc, guarded_connections_run_no_code_from_files);
     tcase_add_test(tc, merge_copies_tessera_tables_alone);
     tcase_add_test(tc, views_expand_the_runs);

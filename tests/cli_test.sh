@@ -24,6 +24,33 @@ contains "unknown command lists commands" "commands: sim, trace, mem, calib, exp
 expect 0 "default sim" -- "$bin" sim --no-progress
 contains "summary" "throughput"
 contains "summary" "latency (s)   mean"
+contains "summary names its load" "  load          200 requests at 1 req/s (poisson arrivals), lengths sharegpt, --gen-len 256"
+# the presets page's tables are the tool's own: each between its marker and the next "<!-- end -->"
+for t in table known; do
+    awk -v m="<!-- tessera list systems $t -->" '$0 == m { on = 1; next } on && /^<!-- end -->/ { exit } on' \
+        "$(dirname "$0")/../sim/docs/presets.md" >"$tmp/doc-$t.md"
+    "$bin" list systems "$t" >"$tmp/tool-$t.md"
+    [ -s "$tmp/doc-$t.md" ] && cmp -s "$tmp/doc-$t.md" "$tmp/tool-$t.md" && ok ||
+        bad "sim/docs/presets.md's $t is not tessera list systems $t's output (write it there again)"
+done
+# --rps 0 is defined (1 a second for a synthetic workload, a file's own times), and its range error says so
+expect 2 "sim --rps -1" -- "$bin" sim --rps -1 --requests 2
+contains "sim --rps -1" "(0: 1 a second for a synthetic workload, a file's own times)"
+cmp -s <("$bin" sim --rps 0 --requests 40 --json --quiet) <("$bin" sim --rps 1 --requests 40 --json --quiet) && ok ||
+    bad "sim --rps 0 and --rps 1 differ on a synthetic workload"
+# where requests were rejected, the latency line says it is the finished ones'
+expect 0 "a run with rejections" -- "$bin" sim --gpu rtx4090 --requests 60 --no-progress
+contains "a run with rejections" "latency (s)   of the "
+# a fleet says whether it keeps up, as a single run does: overloaded where it finishes fewer than arrive
+# (each replica marked), in the summary, --json and the database; not where it keeps up
+expect 0 "an overloaded fleet" -- "$bin" sim --replicas 2 --gpu l40s --rps 20 --requests 200 --no-progress --db "$tmp/over.db"
+contains "an overloaded fleet" "faster than this fleet finishes them"
+contains "an overloaded fleet's replicas" "  overloaded"
+[ "$(sqlite3 "$tmp/over.db" "SELECT overloaded || ' ' || (offered_rps > 15) FROM summary")" = "1 1" ] && ok ||
+    bad "the overloaded fleet's database row"
+"$bin" sim --replicas 2 --gpu l40s --rps 0.2 --requests 60 --json --quiet >"$tmp/calm.json"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(d["overloaded"] or any(r["overloaded"] for r in d["replicas"]))' \
+    "$tmp/calm.json" && ok || bad "a fleet that keeps up says it is overloaded"
 
 # live mode: a bad executor is refused; without a GPU (or without CUDA) --executor gpu says why
 expect 2 "sim --executor bogus" -- "$bin" sim --executor bogus --requests 2
@@ -348,13 +375,13 @@ expect 0 "sim past the card's capacity" -- "$bin" sim --rps 8 --requests 100 --n
 contains "sim past the card's capacity" "overloaded    requests arrive at 7.522 req/s, faster than this configuration finishes them"
 expect 0 "sim within the card's capacity" -- "$bin" sim --rps 0.5 --requests 100 --no-progress
 grep -q overloaded "$tmp/out" && bad "a run that keeps up said it was overloaded" || ok
-# --interval: each figure's 90% interval over the sources this run has (the roofline and tessera's engine:
-# the clock alone; an eager runtime: its host too, from machine to machine unless --host names this
+# --interval: each figure's 90% interval over the sources this run has (tessera's engine under the
+# roofline: the clock and the roofline's own error; an eager runtime: its host too, from machine to machine unless --host names this
 # one's; a drawn decoder: its streams), the point inside, the same for one seed; with every source's
 # spread 0 and a fixed decoder the interval is the point itself, and a wider spread gives a wider one
 expect 0 "sim --interval" -- "$bin" sim --interval 90 --interval-runs 10 --requests 60 --json --quiet --no-progress
 cp "$tmp/out" "$tmp/iv-a.json"
-json_check "$tmp/out" "list(d['interval']['sources']) == ['clock'] and all(d['interval'][k][0] <= d[k] <= d['interval'][k][1] for k in ('throughput_tok_s', 'lat_mean_s', 'lat_p99_s', 'energy_j')) and d['interval']['lat_mean_s'][0] < d['interval']['lat_mean_s'][1]"
+json_check "$tmp/out" "list(d['interval']['sources']) == ['clock', 'roofline'] and all(d['interval'][k][0] <= d[k] <= d['interval'][k][1] for k in ('throughput_tok_s', 'lat_mean_s', 'lat_p99_s', 'energy_j')) and d['interval']['lat_mean_s'][0] < d['interval']['lat_mean_s'][1]"
 "$bin" sim --interval 90 --interval-runs 10 --requests 60 --json --quiet --no-progress >"$tmp/iv-b.json"
 cmp -s "$tmp/iv-a.json" "$tmp/iv-b.json" && ok || bad "sim --interval: two runs of one seed differ"
 "$bin" sim --interval 90 --interval-runs 10 --requests 60 --db "$tmp/iv.db" --quiet --no-progress >/dev/null
@@ -382,7 +409,7 @@ printf '1 --system fast-dllm\n1 --policy dual\n' >"$tmp/iv-fleet.txt"
 expect 0 "sim --interval in a fleet" -- "$bin" sim --fleet "$tmp/iv-fleet.txt" --interval 90 --interval-runs 8 --requests 30 \
     --db "$tmp/iv-fleet.db" --json --quiet --no-progress
 cp "$tmp/out" "$tmp/iv-fleet.json"
-json_check "$tmp/out" "list(d['interval']['sources']) == ['host-run', 'host-machine', 'clock', 'calibration'] and all(d['interval'][k][0] <= d[k] <= d['interval'][k][1] for k in ('throughput_tok_s', 'lat_mean_s', 'lat_p99_s')) and d['interval']['lat_mean_s'][0] < d['interval']['lat_mean_s'][1]"
+json_check "$tmp/out" "list(d['interval']['sources']) == ['host-run', 'host-machine', 'clock', 'calibration', 'roofline'] and all(d['interval'][k][0] <= d[k] <= d['interval'][k][1] for k in ('throughput_tok_s', 'lat_mean_s', 'lat_p99_s')) and d['interval']['lat_mean_s'][0] < d['interval']['lat_mean_s'][1]"
 python3 - "$tmp/iv-fleet.db" "$tmp/iv-fleet.json" <<'PY' && ok || bad "sim --interval in a fleet --db: the summary's interval_json is not --json's"
 import json, sqlite3, sys
 got = json.loads(sqlite3.connect(sys.argv[1]).execute("SELECT interval_json FROM summary").fetchone()[0])
@@ -1145,8 +1172,8 @@ contains "lookahead with --max-batch" "--max-batch: not a parameter"
 # a line a preset, with its runtime and cost model; one in full by its name; a misspelt one suggested
 expect 0 "list systems" -- "$bin" list systems
 [ "$(wc -l <"$tmp/out")" -le 30 ] && ok || bad "list systems: $(wc -l <"$tmp/out") lines for a choice among presets"
-grep -q "^dllm-serve  *torch-dllm-serve  *calibrated  *sparse  *phase  *dLLM-Serve" "$tmp/out" && ok ||
-    bad "list systems: dllm-serve's line lacks its runtime, cost, policy or scheduler"
+grep -q "^dllm-serve  *torch-dllm-serve  *calibrated  *sparse  *phase  *validated  *dLLM-Serve" "$tmp/out" && ok ||
+    bad "list systems: dllm-serve's line lacks its runtime, cost, policy, scheduler or how it is known"
 expect 0 "list systems sglang" -- "$bin" list systems sglang
 contains "list systems sglang" "--max-running-requests 1 --model llada2.0-mini"
 [ "$(grep -c "^            from: " "$tmp/out")" = 1 ] && ok || bad "list systems sglang: not the one preset in full"
@@ -1325,26 +1352,6 @@ print(len(r), abs(r[("sglang-1", lo)]["throughput_tok_s"] / r[("vllm", lo)]["thr
       r[("vllm", hi)]["num_stalls"] == 0 and r[("sglang-8", hi)]["num_stalls"] > 0)' "$tmp/dge/results.jsonl" 2>&1)
 [ "$got" = "10 True True True True True" ] && [ -s "$tmp/dge/report.md" ] && ok || bad "exp run dgemma-engines: '$got'"
 is_png "$tmp/dge/figure.png" "exp run dgemma-engines"
-# (QUICK=1: LLaDA2.1's Table 3 on two benchmarks: more requests running give more tokens/s, and HumanEval+'s
-# 12.32 tokens a forward more than IFEval's 1.83, setup by setup)
-expect 0 "exp run published-speeds" -- env QUICK=1 "$bin" exp run published-speeds "$tmp/pubs"
-got=$(python3 -c 'import json, sys
-rows = list(map(json.loads, open(sys.argv[1])))
-t = {(r["bench"], r["gpu"], r["quant"], r["running"], r["lengths"]): r["throughput_tok_s"] for r in rows if r["part"] == "table3"}
-print(len(t), all(t[b, g, q, "1", l] < t[b, g, q, "2", l] < t[b, g, q, "4", l] and t["ifeval", g, q, c, l] < t["humaneval+", g, q, c, l]
-                  for b, g, q, c, l in t))
-rows = [r for r in rows if r["part"] != "table3"]
-d = {(r["gpu"], r["weights"], r["gen"]): r["makespan_ns"] for r in rows if r["part"] == "dgemma"}
-canvas = {k[:2]: d[k[0], k[1], "512"] - d[k[0], k[1], "256"] for k in d}
-s = {(r["how"], r["mode"], r["concurrency"]): r["throughput_tok_s"] for r in rows if r["part"] == "sglang"}
-print(len(rows), all(canvas[g, "fp8"] < canvas[g, "bf16"] for g in ("h100", "h200")), canvas["h200", "fp8"] < canvas["h100", "fp8"],
-      all(s[h, "s", c] > s[h, "q", c] and s["b200-host", m, c] < s["b200", m, c] for h in ("b200", "b200-host", "h200")
-          for m in ("q", "s") for c in ("1", "100")),
-      all(r["num_finished"] == (10 if r.get("concurrency") == "1" else 500 if r["part"] == "sglang" else 1) for r in rows))' \
-    "$tmp/pubs/results.jsonl" 2>&1)
-[ "$got" = "$(printf '48 True\n24 True True True True')" ] && ok || bad "exp run published-speeds: '$got'"
-contains "exp run published-speeds" "| h100 | fp8 |"
-contains "exp run published-speeds" "| humaneval+ | 12.32 | **1496.67** |"
 expect 0 "exp run sglang-modes --help" -- "$bin" exp run sglang-modes --help
 contains "exp run sglang-modes --help" "(--name VALUE sets NAME): --rps --mrr --requests --gpu --lengths --seed"
 expect 2 "exp run sglang-modes --gpuu" -- "$bin" exp run sglang-modes "$tmp/sgm-typo" --gpuu h100
@@ -1454,11 +1461,12 @@ print(len(r), r[("ar", 1)]["num_steps"], r[("dual", 1)]["num_steps"])' "$tmp/arx
 [ "$got" = "24 2056 2048" ] && ok || bad "exp run crossover: runs and steps at batch 1 '$got', wanted '15 2056 2048'"
 [ "$(grep -c '| holds |' "$tmp/arx/report.md")" = 6 ] && ok || bad "exp run crossover: a trend does not hold ($tmp/arx/report.md)"
 is_png "$tmp/arx/figure.png" "exp run crossover"
-expect 0 "exp run papers --quick" -- "$bin" exp run papers "$tmp/papers" --quick
+papers=${PAPERS_OUT:-$tmp/papers} # (make check's figures part reads it after)
+expect 0 "exp run papers --quick" -- "$bin" exp run papers "$papers" --quick
 for e in dllm-serve-fig3 dllm-serve-fig4 dllm-serve-fig5 dllm-serve-table4 dllm-serve-fig7 dllm-serve-fig8 focus-fig6 \
          focus-fig7 focus-fig8 focus-table5 mosaic-fig10 mosaic-fig12 mosaic-fig13 mosaic-fig14 dinfer-table1; do
-    f="$tmp/papers/$e/results.jsonl"
-    if [ -s "$f" ] && [ -s "$tmp/papers/$e/figure.png" ] && [ -s "$tmp/papers/$e/report.md" ] &&
+    f="$papers/$e/results.jsonl"
+    if [ -s "$f" ] && [ -s "$papers/$e/figure.png" ] && [ -s "$papers/$e/report.md" ] &&
        [ "$(sqlite3 :memory: "SELECT count(*) = sum(json_valid(j) AND json_type(j, '\$.value') IN ('integer', 'real')
             AND json_extract(j, '\$.experiment') = '$e' AND json_type(j, '\$.paper_value') IS NOT NULL
             AND json_extract(j, '\$.metric') IS NOT NULL AND json_type(j, '\$.x') IS NOT NULL)
@@ -1477,11 +1485,11 @@ for t in "focus-fig6|FOCUS's throughput is above LMDeploy's at every batch size"
          "mosaic-fig10|Mosaic does not compromise latency against Mosaic-Compile: its step is no slower at every r_p" \
          "dllm-serve-fig8|the inference engine gives the largest jump of the three parts"; do
     e=${t%%|*} text=${t#*|}
-    grep -F "$text" "$tmp/papers/$e/checks.tsv" | grep -q $'\tholds$' && ok || bad "$e: '$text' no longer holds"
+    grep -F "$text" "$papers/$e/checks.tsv" | grep -q $'\tholds$' && ok || bad "$e: '$text' no longer holds"
 done
 # dLLM-Serve's baselines: each batch size is recorded, a batch of one request stays under the ceiling
 # the report quotes for one request a step (tessera's roofline), and that under the lossless bound
-f="$tmp/papers/dllm-serve-fig3/results.jsonl"
+f="$papers/dllm-serve-fig3/results.jsonl"
 [ "$(sqlite3 :memory: "WITH r AS (SELECT json_extract(value, '\$.system') s, json_extract(value, '\$.workload') w,
         json_extract(value, '\$.x') x, json_extract(value, '\$.metric') m, json_extract(value, '\$.value') v
         FROM json_each('[' || replace(trim(readfile('$f'), char(10)), char(10), ',') || ']'))
@@ -1492,7 +1500,7 @@ f="$tmp/papers/dllm-serve-fig3/results.jsonl"
              JOIN r d ON d.w = b.w AND d.x = b.x AND d.m = 'single_request_bound'
     WHERE b.s = 'fast-dllm' AND b.m = 'static_batch' AND b.x = 0.5")" = 1 ] &&
     grep -q "^Why the results move with the workload: at 0.5 req/s the baselines' static batches hold" \
-        "$tmp/papers/dllm-serve-fig3/report.md" && ok ||
+        "$papers/dllm-serve-fig3/report.md" && ok ||
     bad "dllm-serve-fig3: the baselines' batch sizes or the single-request ceiling missing, or a batch of one above it"
 # dLLM-Serve priced by its own runtime's calibration, and run by the baselines' eager layer instead on
 # every workload (priced otherwise: not the same throughput on all three), the report giving both
@@ -1502,38 +1510,38 @@ f="$tmp/papers/dllm-serve-fig3/results.jsonl"
         WHERE json_extract(value, '\$.system') = 'dllm-serve' AND json_extract(value, '\$.x') = 0.5
           AND json_extract(value, '\$.metric') = 'throughput_tok_s')
     SELECT count(*) = 3 AND max(e.v != o.v) FROM r o JOIN r e ON e.w = o.w || '-torch-eager'")" = 1 ] &&
-    tr -s ' \n' '  ' <"$tmp/papers/dllm-serve-fig3/report.md" |
+    tr -s ' \n' '  ' <"$papers/dllm-serve-fig3/report.md" |
     grep -q "its host takes 27.2 ms a step and 3.57 ms more a sequence on the H200 machine the calibration was measured on.*in tok/s: livebench [0-9.]* against [0-9.]*, osc .*: \(what its runtime\|within 2% on every workload\)" &&
-    [ -s "$tmp/papers/dllm-serve-fig3/calib-rtx4090-llada-8b-torch-dllm-serve.csv" ] && ok ||
+    [ -s "$papers/dllm-serve-fig3/calib-rtx4090-llada-8b-torch-dllm-serve.csv" ] && ok ||
     bad "dllm-serve-fig3: dLLM-Serve not priced by its own runtime's calibration, or its eager-layer counterfactual missing"
 # dInfer's table: each system's forward, tessera's and the table's, and why two trends fail
-f="$tmp/papers/dinfer-table1/results.jsonl"
+f="$papers/dinfer-table1/results.jsonl"
 [ "$(sqlite3 :memory: "SELECT count(*) FROM json_each('[' || replace(trim(readfile('$f'), char(10)), char(10), ',') || ']')
     WHERE json_extract(value, '\$.x') = 1 AND json_extract(value, '\$.metric') IN ('forward_ms', 'forward_ms_table')
       AND json_extract(value, '\$.workload') = 'p512-g1024' AND json_extract(value, '\$.value') > 0")" = 10 ] &&
-    grep -q "^Why trends do not hold" "$tmp/papers/dinfer-table1/report.md" && ok ||
+    grep -q "^Why trends do not hold" "$papers/dinfer-table1/report.md" && ok ||
     bad "dinfer-table1: the forward times or the paragraph on why trends fail missing"
 # ... Fast-dLLM priced by the PyTorch harness's LLaDA-MoE-7B calibration carried to the H800, its
 # cached forward the host's (no faster than the uncached one), and the report says so
-[ -s "$tmp/papers/dinfer-table1/calib-h800-llada-moe-7b-torch-eager.csv" ] &&
+[ -s "$papers/dinfer-table1/calib-h800-llada-moe-7b-torch-eager.csv" ] &&
     [ "$(sqlite3 :memory: "SELECT max(CASE s WHEN 'fast-dllm' THEN v END) >= 0.9 * max(CASE s WHEN 'fast-dllm-nocache' THEN v END)
         FROM (SELECT json_extract(value, '\$.system') s, json_extract(value, '\$.value') v
               FROM json_each('[' || replace(trim(readfile('$f'), char(10)), char(10), ',') || ']')
               WHERE json_extract(value, '\$.x') = 1 AND json_extract(value, '\$.metric') = 'forward_ms'
                 AND json_extract(value, '\$.workload') = 'p512-g1024')")" = 1 ] &&
-    tr -s ' \n' '  ' <"$tmp/papers/dinfer-table1/report.md" |
+    tr -s ' \n' '  ' <"$papers/dinfer-table1/report.md" |
     grep -q "Fast-dLLM's forwards are the host's: the harness's eager forward issues 1569 CUDA kernels.* Issued by the host of the H200 machines its calibration was measured on instead" && ok ||
     bad "dinfer-table1: Fast-dLLM not priced by the carried torch-eager LLaDA-MoE-7B calibration, or its hosts not said"
 # ... and Hugging Face's expert loop as torch-moe-h100 measured it (11.471 and 28.280 ms a layer)
-tr -s ' \n' '  ' <"$tmp/papers/dinfer-table1/report.md" |
+tr -s ' \n' '  ' <"$papers/dinfer-table1/report.md" |
     grep -q "it takes 11.5 ms a layer at 32 tokens and 28.3 at 1,536, 184 and 452 ms a forward over 16 layers" && ok ||
     bad "dinfer-table1: Hugging Face's expert loop not read from records/torch-moe-h100"
-contains "exp run papers --quick" "papers: $tmp/papers/report.md"
+contains "exp run papers --quick" "papers: $papers/report.md"
 # dLLM-Serve's paper numbers over its setting's unknowns: each speedup's range holds the value at the
 # defaults and the BATCH=code run's, and the report gives the table; an unknown outside its plausible
 # range is refused, naming the range and its source
 for e in dllm-serve-fig3 dllm-serve-table4; do
-    f="$tmp/papers/$e/results.jsonl"
+    f="$papers/$e/results.jsonl"
     [ "$(sqlite3 :memory: "WITH r AS (SELECT json_extract(value, '\$.workload') w, json_extract(value, '\$.metric') m,
             json_extract(value, '\$.value') v, json_extract(value, '\$.x') x FROM json_each('[' ||
             replace(trim(readfile('$f'), char(10)), char(10), ',') || ']') WHERE json_extract(value, '\$.system') = 'dllm-serve')
@@ -1541,18 +1549,18 @@ for e in dllm-serve-fig3 dllm-serve-table4; do
         FROM r d JOIN r lo ON lo.w = d.w AND lo.x = d.x AND lo.m = 'speedup_lo' JOIN r hi ON hi.w = d.w AND hi.x = d.x
             AND hi.m = 'speedup_hi' JOIN r c ON c.w = d.w || '~BATCH=code' AND c.x = d.x AND c.m = 'speedup'
         WHERE d.m = 'speedup' AND d.w NOT LIKE '%~%' AND d.w NOT LIKE '%-%'" 2>&1)" = 1 ] &&
-        grep -q '^| livebench | .*x | .* | inside\|below it\|above it' "$tmp/papers/$e/report.md" && ok ||
+        grep -q '^| livebench | .*x | .* | inside\|below it\|above it' "$papers/$e/report.md" && ok ||
         bad "$e: no speedup range over the assumptions, or its table missing"
 done
 # dInfer's: each TPS number has its range over the prompt's length (and Fast-dLLM's blocks), holding
 # the value at the defaults
-f="$tmp/papers/dinfer-table1/results.jsonl"
+f="$papers/dinfer-table1/results.jsonl"
 [ "$(sqlite3 :memory: "WITH r AS (SELECT json_extract(value, '\$.system') s, json_extract(value, '\$.x') x,
         json_extract(value, '\$.metric') m, json_extract(value, '\$.value') v FROM json_each('[' ||
         replace(trim(readfile('$f'), char(10)), char(10), ',') || ']') WHERE json_extract(value, '\$.workload') = 'p512-g1024')
     SELECT count(*) = 10 AND sum(lo.v <= d.v AND d.v <= hi.v) = 10 AND sum(lo.v < hi.v) > 0 FROM r d
     JOIN r lo ON lo.s = d.s AND lo.x = d.x AND lo.m = 'tps_lo' JOIN r hi ON hi.s = d.s AND hi.x = d.x AND hi.m = 'tps_hi'
-    WHERE d.m = 'tps'")" = 1 ] && grep -q "lie inside\." "$tmp/papers/dinfer-table1/report.md" && ok ||
+    WHERE d.m = 'tps'")" = 1 ] && grep -q "lie inside\." "$papers/dinfer-table1/report.md" && ok ||
     bad "dinfer-table1: no TPS range over the assumptions"
 expect 2 "dinfer-table1 with PROMPT outside 128-1024" -- env PROMPT=2000 "$bin" exp run dinfer-table1 "$tmp/p2000"
 contains "PROMPT outside its range names it and its source" "PROMPT=2000: the prompt's tokens must be 128-1024 (dInfer's slides give no lengths"
@@ -1562,10 +1570,10 @@ contains "N outside its range names its source" "LiveBench's coding section has 
 expect 2 "dllm-serve-fig3 with GEMM outside the band" -- env GEMM=1.5 "$bin" exp run dllm-serve-fig3 "$tmp/gemm" --quick
 contains "GEMM outside its band names it" "GEMM=1.5: the rtx4090's GEMM time must lie in 0.82-1.03"
 # every trend that does not hold says why, in its report and in the summary
-if grep -q "does not hold" "$tmp/papers"/*/checks.tsv; then
-    ! grep -q "no reason recorded" "$tmp/papers/report.md" && grep -q "^Trends that do not hold, and why:" "$tmp/papers/report.md" &&
-        [ "$(cat "$tmp/papers"/*/failing.tsv | wc -l)" = "$(cat "$tmp/papers"/*/checks.tsv | grep -c $'\tdoes not hold$')" ] &&
-        ok || bad "papers: a trend that does not hold gives no reason: $(grep -h "no reason recorded" "$tmp/papers"/*/failing.tsv | cut -f1 | head -3)"
+if grep -q "does not hold" "$papers"/*/checks.tsv; then
+    ! grep -q "no reason recorded" "$papers/report.md" && grep -q "^Trends that do not hold, and why:" "$papers/report.md" &&
+        [ "$(cat "$papers"/*/failing.tsv | wc -l)" = "$(cat "$papers"/*/checks.tsv | grep -c $'\tdoes not hold$')" ] &&
+        ok || bad "papers: a trend that does not hold gives no reason: $(grep -h "no reason recorded" "$papers"/*/failing.tsv | cut -f1 | head -3)"
 else
     ok
 fi
@@ -1574,9 +1582,9 @@ fi
 carried() {
     local e=$1 text=$2 line=$3 f
     shift 3
-    tr -s ' \n' '  ' <"$tmp/papers/$e/report.md" | grep -q "$text" && grep -q "$line" "$tmp/papers/$e/report.md" ||
+    tr -s ' \n' '  ' <"$papers/$e/report.md" | grep -q "$text" && grep -q "$line" "$papers/$e/report.md" ||
         return 1
-    for f; do [ -s "$tmp/papers/$e/$f" ] || return 1; done
+    for f; do [ -s "$papers/$e/$f" ] || return 1; done
 }
 # Mosaic Fig. 10's steps priced by the H100 torch-eager calibration carried to the card, its band said
 carried mosaic-fig10 "Latency is priced by the PyTorch harness's torch-eager calibration of each model measured on an H100" \
@@ -1588,12 +1596,12 @@ expect 0 "dinfer-table1 --quick, COST=roofline" -- env COST=roofline "$bin" exp 
     bad "dinfer-table1: COST=roofline still carried a calibration"
 expect 2 "dinfer-table1, a bad COST" -- env COST=engine "$bin" exp run dinfer-table1 "$tmp/di-bad" --quick
 contains "dinfer-table1, a bad COST" "COST=engine: calibrated or roofline"
-grep -q "| \[focus-fig7\](focus-fig7/report.md) |" "$tmp/papers/report.md" && ok || bad "the papers' report lacks its summary table"
+grep -q "| \[focus-fig7\](focus-fig7/report.md) |" "$papers/report.md" && ok || bad "the papers' report lacks its summary table"
 # dLLM-Serve's systems priced by the PyTorch harness's H200 calibration carried to the card, its band
 # in the report; COST=roofline prices them by the roofline, anything else is refused
 carried dllm-serve-table4 "Cost model: calibrated. Every system here runs PyTorch, each priced by .* carried to the l40s by tessera calib transfer" \
     "^  Reuse 1 x 32 over 480 .*\[" calib-l40s-llada-8b-torch-eager.csv calib-l40s-llada-8b-torch-dllm-serve.csv &&
-    grep -q "^torch-dllm-serve:" "$tmp/papers/dllm-serve-table4/report.md" && ok ||
+    grep -q "^torch-dllm-serve:" "$papers/dllm-serve-table4/report.md" && ok ||
     bad "dllm-serve-table4: not priced by the transferred torch-eager and torch-dllm-serve calibrations, or a band missing"
 # FOCUS's benchmark as it ran: ShareGPT's first prompts generated until EOS (at most 2,048 tokens), both
 # systems priced by tessera's H200 calibration of each model carried to the A100, the bands reported

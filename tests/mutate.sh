@@ -5,7 +5,8 @@
 # functions then replace the library's), which must fail. The repository and its build are never
 # touched. A mutation whose text is no longer in its file is reported as stale (the code moved:
 # update the list). A suite named hostile:CASE is the command line linked with the mistake in it and
-# run through the hostile inputs of tests/hostile/CASE.case.sh. Prints one line a mutation and a closing "mutate: N passed, M failed" (a
+# run through the hostile inputs of tests/hostile/CASE.case.sh; sh:NAME, the same run through
+# tests/NAME.sh. Prints one line a mutation and a closing "mutate: N passed, M failed" (a
 # mutation passes when it is killed); exits 1 when any survives or is stale.
 # Usage: mutate.sh [FILTER]   (FILTER: run only the mutations whose name contains it)
 # Environment: BUILD (the build whose libtessera.a and flags it uses, default build), JOBS (mutations
@@ -157,6 +158,21 @@ mutations=(
     "a run file is allowed to name db, an output path|sim/cli/cli_runfile.c|    static const char *const writes[] = {\"db\", \"append\", \"replace\", \"gemm-cache\"};|    static const char *const writes[] = {\"append\", \"replace\", \"gemm-cache\"};|hostile:db-rule"
     "the run-file writer looks for control characters in the option's name instead of its value|sim/cli/cli_runfile.c|    if (value \x26\x26 has_control(value))|    if (value \x26\x26 has_control(name))|hostile:db-rule"
     "db show puts line breaks from stored text into its comment line without escaping them|sim/cli/cli_db.c|        if (*text < 0x20 \x7c\x7c *text == 0x7f)|        if (*text < 0x0a \x7c\x7c *text == 0x7f)|hostile:db-rule"
+    "overload rule counts any growth of the outstanding as overload instead of more than doubling|sim/sim_requests.c|outstanding[1] > 2 * outstanding[0]|outstanding[1] > outstanding[0]|check_sim check_fleet"
+    "first outstanding mark subtracts the requests gone before the last arrival instead of before the third|sim/sim_requests.c|        m->outstanding[0] = n / 3 - s->gone_before[0];|        m->outstanding[0] = n / 3 - s->gone_before[1];|check_sim check_fleet"
+    "summary row stores 0 and 0 instead of NULL for runs that were not judged|sim/db/db_write.c|    if (m.offered_rps > 0) {|    if (m.offered_rps >= 0) {|check_sim"
+    "summary row always stores overloaded as 0 whatever the run's verdict|sim/db/db_write.c|        sqlite3_bind_int(st, k++, m.overloaded);|        sqlite3_bind_int(st, k++, 0);|check_sim"
+    "fleet outstanding count leaves out the held-back queue|sim/fleet/fleet.c|    int64_t all = (int64_t)fl->q.n;|    int64_t all = 0;|check_fleet"
+    "fleet marks are swapped: the third-of-arrivals count goes to mark 1 and the last-arrival count to mark 0|sim/fleet/fleet.c|overload_mark(\x26fl, index == st.n - 1, tr.arrival_ns);|overload_mark(\x26fl, index != st.n - 1, tr.arrival_ns);|check_fleet"
+    "per-replica offered rate counts only routed requests and leaves out those moved in|sim/fleet/fleet.c|(double)(out->routed[i] + m->handed_in) / span_s;|(double)(out->routed[i]) / span_s;|check_fleet"
+    "fleet takes its first overload mark at half the arrivals instead of a third|sim/fleet/fleet.c|(index == st.n / 3 \x7c\x7c index == st.n - 1)|(index == st.n / 2 \x7c\x7c index == st.n - 1)|check_fleet"
+    "roofline source is drawn for calibrated runs too|sim/cli/cli_interval.c|iv->used[SRC_ROOFLINE] = !rounds \x26\x26 !calibrated;|iv->used[SRC_ROOFLINE] = !rounds;|sh:interval_test"
+    "transfer source is drawn for any calibrated run, carried or not|sim/cli/cli_interval.c|iv->used[SRC_TRANSFER] = !rounds \x26\x26 calibrated \x26\x26 !c->calib[0] \x26\x26 c->calib_from[0];|iv->used[SRC_TRANSFER] = !rounds \x26\x26 calibrated \x26\x26 !c->calib[0];|sh:interval_test"
+    "the '*' row overrides the card's own row|sim/cli/cli_interval.c|if (mine \x7c\x7c (!own[k] \x26\x26 strcmp(card, \"*\") == 0)) {|if (mine \x7c\x7c strcmp(card, \"*\") == 0) {|sh:interval_test"
+    "a source measured on this card is marked carried|sim/cli/cli_interval.c|iv->carried[k] = per_card[k] \x26\x26 !own[k] \x26\x26 !iv->unmeasured[k];|iv->carried[k] = per_card[k] \x26\x26 !iv->unmeasured[k];|sh:interval_test"
+    "a never-measured source is treated as measured with sigma 0 and never named not bounded|sim/cli/cli_interval.c|iv->unmeasured[k] = none;|iv->unmeasured[k] = false;|sh:interval_test"
+    "replicates log like the base run instead of staying quiet|sim/cli/cli_interval.c|c.quiet = true;|c.quiet = base->quiet;|sh:interval_test"
+    "interval tail comes from level/200, so higher levels give narrower intervals|sim/cli/cli_interval.c|const double tail = (1 - iv->level / 100.0) / 2;|const double tail = iv->level / 200.0;|sh:interval_test"
     "db merge copies the rows of a run OUT holds already|sim/db/db_merge.c|        if (!r \x7c\x7c r->id == 0) /* a row of no run, or of a run OUT holds already */|        if (!r) /* a row of no run, or of a run OUT holds already */|check_sim"
     "db merge counts no run it holds already|sim/db/db_merge.c|            m->already++;|            ;|check_sim"
     "a fleet keeps every control reading|sim/fleet/fleet.c|    if (last \x26\x26 same(last, p) \x26\x26 same(last - size, p)) {|    if (0) {|check_fleet"
@@ -422,12 +438,16 @@ PY
         return 0
     fi
     for s in $suites; do
-        if [[ $s == hostile:* ]]; then # the command line with the mutation in it, run through a hostile case
-            if ! cli_with "$dir" "$file" >"$dir/log" 2>&1; then
+        if [[ $s == hostile:* || $s == sh:* ]]; then # the command line with the mutation in it, run through a
+            if ! cli_with "$dir" "$file" >"$dir/log" 2>&1; then # hostile case or a test script of its own
                 caught="$s (does not link)"
                 break
             fi
-            (cd "$root" && bash tests/hostile/hostile_test.sh "$dir/tessera" "${s#hostile:}" >/dev/null 2>&1) || {
+            if [[ $s == hostile:* ]]; then
+                (cd "$root" && bash tests/hostile/hostile_test.sh "$dir/tessera" "${s#hostile:}" >/dev/null 2>&1)
+            else
+                (cd "$root" && bash "tests/${s#sh:}.sh" "$dir/tessera" >/dev/null 2>&1)
+            fi || {
                 caught=$s
                 break
             }
@@ -461,7 +481,7 @@ for i in "${picked[@]}"; do
     suites_used+=" $suites"
 done
 # shellcheck disable=SC2086 # the suites named, a word each
-for s in test_util $(printf '%s\n' $suites_used | grep -v '^hostile:' | sort -u); do
+for s in test_util $(printf '%s\n' $suites_used | grep -v '^hostile:\|^sh:' | sort -u); do
     src=tests/$s.c
     $link -c "$src" -o "$work/$s.o" || { echo "mutate: FAIL: $src does not build"; exit 1; }
 done

@@ -35,16 +35,20 @@ int cli_sim_parse(int argc, char **argv, struct sim_config *c);
 /* --interval P (cli_interval.c): the summary's figures (throughput, mean/p50/p90/p99 latency, energy)
  * over iv->runs replicates of the configuration, each drawing the sources of variance of
  * sim/data/variance.csv that the run has (an eager runtime's host, from run to run and, without
- * --host, from machine to machine; the card's clock; the calibration's held-out error; a drawn
- * decoder's streams), their central iv->level percent. */
+ * --host, from machine to machine; the card's clock; the calibration's held-out error, or the roofline's
+ * error where no calibration prices the run; a calibration carried from another card's error; a drawn
+ * decoder's streams), their central iv->level percent. A source never measured for the run's card is
+ * named as such (the interval then says it is not bounded), not drawn. */
 enum cli_interval_source { SRC_HOST_RUN, SRC_HOST_MACHINE, SRC_CLOCK, SRC_CALIBRATION, SRC_RUNTIME_RUN, SRC_RUNTIME_MACHINE,
-                             SRC_COUNT };
+                             SRC_ROOFLINE, SRC_TRANSFER, SRC_COUNT };
 #define CLI_INTERVAL_FIGURES 6
 struct cli_interval {
     int level, runs;                 /* set by the caller */
     double sigma[SRC_COUNT];         /* each source's spread (the log of a speed's factor) */
     char record[SRC_COUNT][64];      /* and the record it was measured in */
     bool used[SRC_COUNT], decode;    /* the sources this run has */
+    bool carried[SRC_COUNT];         /* measured on another card than the run's (variance.csv's '*' row) */
+    bool unmeasured[SRC_COUNT];      /* never measured for the run's card ('-'): named, not drawn */
     double lo[CLI_INTERVAL_FIGURES], hi[CLI_INTERVAL_FIGURES];
 };
 struct sim_setup;
@@ -81,6 +85,10 @@ void cli_print_prompt_cache(const struct sim_summary *m);
 /* The summary's overloaded line (sim_overload_rule), where it is: what the run is ("configuration",
  * "fleet") named in it. */
 void cli_print_overload(const struct sim_summary *m, const char *what);
+/* The summary's latency line: over the finished requests, said so where some were rejected. */
+void cli_print_latency(const struct sim_summary *m);
+/* The run's load in words (its requests, and their rate or trace, arrivals and lengths): into buf. */
+const char *cli_load_text(const struct sim_config *c, const struct sim_summary *m, char *buf, size_t len);
 /* Prints o compactly on a line (its reals to 10 digits), and releases it. */
 void cli_print_json(struct json_t *o);
 /* The run's summary as tessera sim prints it; the reasons its requests were rejected, each with how

@@ -17,6 +17,7 @@
 #include "db.h"
 #include "decode.h"
 #include "fleet.h"
+#include "presets.h"
 #include "sim.h"
 
 #define FLEET_MAX 65536  /* replicas */
@@ -210,6 +211,14 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
     printf("tessera sim: a fleet of %d replicas behind router %s (its view at most %g s stale)\n", r->n, base->router,
            base->router_staleness);
     printf("  replicas      %s\n", what);
+    char load[CFG_PATH + 256], known[512], said[512] = "";
+    for (int i = 0; i < r->n; i++) { /* each group's system, as its replicas run it */
+        if (strcmp(sim_known(&cfg[i], known, sizeof known), said) == 0)
+            continue;
+        printf("  known         %s%s%s\n", cfg[i].system, cfg[i].system[0] ? ": " : "", known);
+        snprintf(said, sizeof said, "%s", known);
+    }
+    printf("  load          %s\n", cli_load_text(base, m, load, sizeof load));
     char refused[64] = "";
     if (base->admit_max > 0 && base->admit == ADMIT_DEFER)
         snprintf(refused, sizeof refused, " (%lld held back by --admit-max a while)", (long long)r->deferred);
@@ -221,8 +230,7 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
     printf("  makespan      %.3f s over %lld steps of the replicas\n", span, (long long)m->num_steps);
     printf("  throughput    %.1f generated tokens/s (%.1f content tokens/s, %.3f req/s)\n", m->throughput_tok_s,
            m->content_tok_s, m->req_s);
-    printf("  latency (s)   mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  std %.3f  max-min %.3f\n", m->lat_mean_s,
-           m->lat_p50_s, m->lat_p90_s, m->lat_p99_s, m->lat_std_s, m->lat_span_s);
+    cli_print_latency(m);
     cli_print_overload(m, "fleet");
     printf("  first block   mean %.3f s after arrival; queueing mean %.3f s\n", m->ttfb_mean_s, m->queue_mean_s);
     printf("  energy        %.0f J: %.3f J a generated token, %.1f J a request; mean %.0f W (idle replicas "

@@ -2,8 +2,10 @@
  * cli_interval.c: `tessera sim --interval P`: each summary figure with the range it takes over the
  * named, measured sources of a prediction's variance (sim/data/variance.csv), propagated through the
  * simulation by running it again: each replicate draws the host's speed (an eager runtime's), the
- * card's GPU speed (its clock's state and the calibration's held-out error) and the requests' decode
- * streams (a drawn decoder's), and the interval is the central P% of the replicates' figures. The
+ * card's GPU speed (its clock's state, and the calibration's held-out error or the roofline's error
+ * where no calibration prices it, and a carried calibration's error) and the requests' decode streams
+ * (a drawn decoder's), and the interval is the central P% of the replicates' figures. A source never
+ * measured for the run's card is named ("not bounded"), not drawn. The
  * point figures are the configuration's own run, unchanged. A fleet's replicate draws each replica's
  * as its own machine's, by that replica's card and runtime.
  */
@@ -51,23 +53,34 @@ static int load_sources(const char *datadir, const char *gpu, struct cli_interva
     if (!f)
         return ts_fail(err, "--interval: %s: cannot open it", path);
     int n = 0, rc = 0;
-    bool own[SRC_COUNT] = {false};
+    bool own[SRC_COUNT] = {false}, per_card[SRC_COUNT] = {false};
     while (rc == 0 && fgets(line, sizeof line, f)) {
         n++;
         if (line[0] == '#' || n == 1 || line[0] == '\n')
             continue;
-        char name[32] = "", card[32] = "", record[64] = "";
-        double sigma;
-        if (sscanf(line, "%31[^,],%31[^,],%lf,%63[^,],", name, card, &sigma, record) != 4 || !(sigma >= 0 && sigma < 1))
-            rc = ts_fail(err, "%s:%d: expected source,gpu,sigma,record,what (sigma in [0, 1))", path, n);
+        char name[32] = "", card[32] = "", sig[32] = "", record[64] = "";
+        double sigma = 0;
+        /* (sigma '-' and no record: never measured for that card) */
+        const int got = sscanf(line, "%31[^,],%31[^,],%31[^,],%63[^,],", name, card, sig, record);
+        const bool none = got >= 3 && strcmp(sig, "-") == 0;
+        if (!none && (got != 4 || ts_parse_double(sig, &sigma) || !(sigma >= 0 && sigma < 1)))
+            rc = ts_fail(err, "%s:%d: expected source,gpu,sigma,record,what (sigma in [0, 1), or - where never "
+                         "measured)", path, n);
         const bool mine = strcmp(card, gpu) == 0;
-        for (int k = 0; rc == 0 && k < SRC_COUNT; k++)
-            if (strcmp(name, cli_interval_source_name(k)) == 0 && (mine || (!own[k] && strcmp(card, "*") == 0))) {
-                iv->sigma[k] = sigma, own[k] = mine;
-                snprintf(iv->record[k], sizeof iv->record[k], "%s", record);
+        for (int k = 0; rc == 0 && k < SRC_COUNT; k++) {
+            if (strcmp(name, cli_interval_source_name(k)) != 0)
+                continue;
+            per_card[k] |= strcmp(card, "*") != 0;
+            if (mine || (!own[k] && strcmp(card, "*") == 0)) {
+                iv->sigma[k] = sigma, own[k] = mine, iv->unmeasured[k] = none;
+                snprintf(iv->record[k], sizeof iv->record[k], "%s", none ? "-" : record);
             }
+        }
     }
     fclose(f);
+    /* (a source measured card by card, none of them this one: carried from another's) */
+    for (int k = 0; k < SRC_COUNT; k++)
+        iv->carried[k] = per_card[k] && !own[k] && !iv->unmeasured[k];
     for (int k = 0; rc == 0 && k < SRC_COUNT; k++)
         if (!iv->record[k][0])
             rc = ts_fail(err, "%s: no row for source %s", path, cli_interval_source_name(k));
@@ -77,7 +90,7 @@ static int load_sources(const char *datadir, const char *gpu, struct cli_interva
 const char *cli_interval_source_name(int k)
 {
     static const char *const names[SRC_COUNT] = {"host-run", "host-machine", "clock", "calibration", "runtime-run",
-                                                 "runtime-machine"};
+                                                 "runtime-machine", "roofline", "transfer"};
     return k >= 0 && k < SRC_COUNT ? names[k] : NULL;
 }
 
@@ -99,13 +112,17 @@ static int run_sources(const struct sim_config *c, const struct sim_setup *setup
     const bool rounds = setup->impl.rounds && c->weights != WEIGHTS_FP8 && sim_model_resolve(c, &m, &unused) == 0 &&
                         sim_rounds_path(c, c->gpu, m.name, &setup->impl, path, sizeof path); /* (priced whole by
                                                                                                 * them) */
+    const bool calibrated = strcmp(c->cost, "calibrated") == 0;
     iv->used[SRC_CLOCK] = !rounds;
-    iv->used[SRC_CALIBRATION] = !rounds && strcmp(c->cost, "calibrated") == 0;
+    iv->used[SRC_CALIBRATION] = !rounds && calibrated;
     iv->used[SRC_RUNTIME_RUN] = iv->used[SRC_RUNTIME_MACHINE] = rounds;
+    /* the roofline's own error where it prices the run; a calibration carried from another card's */
+    iv->used[SRC_ROOFLINE] = !rounds && !calibrated;
+    iv->used[SRC_TRANSFER] = !rounds && calibrated && !c->calib[0] && c->calib_from[0];
     iv->decode = decode_needs_rng(&setup->decode);
     double h = 0, g = 0;
     for (int k = 0; k < SRC_COUNT; k++)
-        if (iv->used[k])
+        if (iv->used[k] && !iv->unmeasured[k])
             *(k <= SRC_HOST_MACHINE ? &h : &g) += iv->sigma[k] * iv->sigma[k];
     *sh = sqrt(h), *sg = sqrt(g);
     return 0;
@@ -147,6 +164,7 @@ int cli_interval_run(const struct sim_config *base, const struct sim_setup *setu
         const double host = exp(gsl_ran_gaussian(rng, sh)), gpu = exp(gsl_ran_gaussian(rng, sg));
         c.decode_seed = ts_mix64(base->seed + 1 + (uint64_t)i) >> 24 | 1; /* (another stream each) */
         c.progress = false, c.no_steps = true, c.db[0] = '\0';
+        c.quiet = true; /* (the run's own log said what its replicates would repeat) */
         c.speed_gpu = gpu, c.speed_host = host;
         struct sim *s = sim_create(&c, err);
         if (!s || sim_run(s, err)) {
@@ -183,7 +201,10 @@ int cli_interval_fleet(const struct sim_config *workload, const struct sim_confi
         for (int k = 0; rc == 0 && k < SRC_COUNT; k++)
             if (own.used[k] && !iv->used[k]) { /* (the first replica that has it names its spread) */
                 iv->used[k] = true, iv->sigma[k] = own.sigma[k];
+                iv->carried[k] = own.carried[k], iv->unmeasured[k] = own.unmeasured[k];
                 snprintf(iv->record[k], sizeof iv->record[k], "%s", own.record[k]);
+            } else if (own.used[k] && own.unmeasured[k]) { /* (one replica's never measured: said) */
+                iv->unmeasured[k] = true;
             }
         iv->decode = iv->decode || own.decode;
     }
@@ -199,7 +220,7 @@ int cli_interval_fleet(const struct sim_config *workload, const struct sim_confi
             c[i] = cfg[i];
             c[i].speed_host = exp(gsl_ran_gaussian(rng, sh[i])), c[i].speed_gpu = exp(gsl_ran_gaussian(rng, sg[i]));
             c[i].decode_seed = ts_mix64(workload->seed + 1 + (uint64_t)r * (uint64_t)n + (uint64_t)i) >> 24 | 1;
-            c[i].progress = false, c[i].no_steps = true, c[i].db[0] = '\0';
+            c[i].progress = false, c[i].no_steps = true, c[i].db[0] = '\0', c[i].quiet = true;
         }
         struct fleet_result res;
         if (fleet_run(&w, c, n, &quiet, &res, err)) {
@@ -228,9 +249,10 @@ static void sources_text(const struct cli_interval *iv, char *buf, size_t len)
 {
     buf[0] = '\0';
     for (int k = 0; k < SRC_COUNT; k++)
-        if (iv->used[k])
-            snprintf(buf + strlen(buf), len - strlen(buf), "%s%s %.0f%% (%s)", buf[0] ? ", " : "",
-                     cli_interval_source_name(k), 100 * iv->sigma[k], iv->record[k]);
+        if (iv->used[k] && !iv->unmeasured[k])
+            snprintf(buf + strlen(buf), len - strlen(buf), "%s%s %.1f%% (%s%s)", buf[0] ? ", " : "",
+                     cli_interval_source_name(k), 100 * iv->sigma[k], iv->record[k],
+                     iv->carried[k] ? ", measured on another card" : "");
     if (iv->decode)
         snprintf(buf + strlen(buf), len - strlen(buf), "%sthe decoder's draws", buf[0] ? ", " : "");
 }
@@ -243,6 +265,13 @@ void cli_interval_print(const struct cli_interval *iv, const struct sim_summary 
     fprintf(f, "                throughput %.1f-%.1f tok/s; latency (s) mean %.3f-%.3f  p50 %.3f-%.3f  p90 "
                "%.3f-%.3f  p99 %.3f-%.3f; energy %.0f-%.0f J\n", iv->lo[0], iv->hi[0], iv->lo[1], iv->hi[1],
             iv->lo[2], iv->hi[2], iv->lo[3], iv->hi[3], iv->lo[4], iv->hi[4], iv->lo[5], iv->hi[5]);
+    for (int k = 0; k < SRC_COUNT; k++)
+        if (iv->used[k] && iv->unmeasured[k])
+            fprintf(f, "                not bounded: %s, never measured for this card (%s); the interval leaves it out "
+                    "and is narrower than this setup's error\n", cli_interval_source_name(k),
+                    k == SRC_TRANSFER ? "a calibration carried from another card: tessera calib show --gpu GPU prints "
+                                        "the band a step of it may be off by"
+                                      : "sim/data/variance.csv");
     if (m->overloaded)
         fprintf(f, "                (overloaded: the latency's interval is the queue's growth, wide as it must be)\n");
 }
@@ -262,10 +291,15 @@ void cli_interval_json(const struct cli_interval *iv, json_t *o)
     json_t *j = json_object(), *src = json_object();
     json_object_set_new(j, "level", json_integer(iv->level));
     json_object_set_new(j, "runs", json_integer(iv->runs));
+    json_t *unbounded = json_array();
     for (int k = 0; k < SRC_COUNT; k++)
-        if (iv->used[k])
+        if (iv->used[k] && iv->unmeasured[k]) /* (never measured for the card: named, not drawn) */
+            json_array_append_new(unbounded, json_string(cli_interval_source_name(k)));
+        else if (iv->used[k])
             json_object_set_new(src, cli_interval_source_name(k),
-                                json_pack("{s:f,s:s}", "sigma", iv->sigma[k], "record", iv->record[k]));
+                                json_pack("{s:f,s:s,s:b}", "sigma", iv->sigma[k], "record", iv->record[k], "carried",
+                                          iv->carried[k]));
+    json_object_set_new(j, "unbounded", unbounded);
     if (iv->decode)
         json_object_set_new(src, "decode", json_string("the requests' decode streams redrawn"));
     json_object_set_new(j, "sources", src);

@@ -234,7 +234,7 @@ static void list_usage(FILE *f)
     fprintf(f, "usage: tessera list models | gpus [--measured] | policies | schedulers | planners | costs |\n"
                "                    systems | impls | decode | calibrations | hosts | routers | links\n"
                "       tessera list gpus --device NAME [MEMORY_MIB]\n"
-               "       tessera list systems [NAME | all]\n"
+               "       tessera list systems [NAME | all | known | table]\n"
                "\n"
                "Prints one of the built-in tables: the models, the GPUs (--measured: the ceilings measured\n"
                "on cards beside the datasheet's), the policies and schedulers with their parameters, the\n"
@@ -242,7 +242,10 @@ static void list_usage(FILE *f)
                "the decode models, the calibrations, the host profiles, a fleet's routers and the links\n"
                "between disaggregated pools. gpus --device prints the entry a card is by the name its\n"
                "driver gives it (nvidia-smi's) and its memory, status 1 for none. systems prints a line a\n"
-               "preset; systems NAME one in full (its options, note and sources), systems all every one.\n");
+               "preset; systems NAME one in full (its options, how it is known, note and sources), systems\n"
+               "all every one; systems table the options each stands for and what it is, systems known how\n"
+               "each is known (validated, measured or modelled, with the evidence), each as a Markdown table\n"
+               "(sim/docs/presets.md holds both).\n");
 }
 
 /* A link's bandwidth in GB/s, or the card's where it takes the card's (0). */
@@ -274,26 +277,34 @@ static void list_links(void)
 }
 
 /* A preset in full: its help, its options, its cost model, its note and its sources. */
+/* The options preset p stands for, into buf. */
+static const char *preset_options(const struct preset *p, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "--policy %s --scheduler %s --decode %s --impl %s --max-num-logits %d --planner %s",
+                                p->policy, p->scheduler, p->decode, p->impl, p->max_num_logits, p->planner);
+    for (size_t k = 0; k < TS_ARRAY_LEN(p->params) && p->params[k].name && n < len; k++)
+        n += (size_t)snprintf(buf + n, len - n, " --%s %s", p->params[k].name, p->params[k].value);
+    if (p->model && n < len)
+        n += (size_t)snprintf(buf + n, len - n, " --model %s", p->model);
+    if (p->block && n < len)
+        n += (size_t)snprintf(buf + n, len - n, " --block %d", p->block);
+    if (p->ep && n < len)
+        n += (size_t)snprintf(buf + n, len - n, " --ep %d", p->ep);
+    if (n < len)
+        snprintf(buf + n, len - n, "%s%s%s --act-layout %s", p->mask_only ? " --mask-only" : "",
+                 p->block_logits ? " --block-logits" : "", p->lazy_chunking ? " --lazy-chunking" : "", p->act_layout);
+    return buf;
+}
+
 static void list_system(const struct preset *p)
 {
-    printf("%-11s %s\n            = --policy %s --scheduler %s --decode %s --impl %s "
-           "--max-num-logits %d --planner %s", p->name, p->help, p->policy, p->scheduler,
-           p->decode, p->impl, p->max_num_logits, p->planner);
-    for (size_t k = 0; k < TS_ARRAY_LEN(p->params) && p->params[k].name; k++)
-        printf(" --%s %s", p->params[k].name, p->params[k].value);
-    if (p->model)
-        printf(" --model %s", p->model);
-    if (p->block)
-        printf(" --block %d", p->block);
-    if (p->ep)
-        printf(" --ep %d", p->ep);
-    printf("%s%s%s --act-layout %s\n", p->mask_only ? " --mask-only" : "",
-           p->block_logits ? " --block-logits" : "", p->lazy_chunking ? " --lazy-chunking" : "",
-           p->act_layout);
+    char opts[1024];
+    printf("%-11s %s\n            = %s\n", p->name, p->help, preset_options(p, opts, sizeof opts));
     printf("            cost: %s\n", strcmp(p->cost, "calibrated") == 0
                                          ? "calibrated where its model and implementation have a calibration "
                                            "for the GPU or one carried to it (else roofline)"
                                          : "roofline");
+    print_wrapped("            known: ", preset_known(p->name));
     if (p->note)
         printf("            note: %s\n", p->note);
     print_wrapped("            from: ", p->sources);
@@ -303,6 +314,20 @@ static void list_system(const struct preset *p)
  * at its first clause); list systems NAME: that one in full (all: every one). */
 static int list_systems(const char *name)
 {
+    if (name && (strcmp(name, "known") == 0 || strcmp(name, "table") == 0)) { /* (sim/docs/presets.md's tables) */
+        const bool known = name[0] == 'k';
+        printf(known ? "| preset | how its system is known |\n|---|---|\n" : "| preset | = | what it is |\n|---|---|---|\n");
+        for (int i = 0; i < preset_count(); i++) {
+            const struct preset *p = preset_get(i);
+            char opts[1024];
+            if (known)
+                printf("| `%s` | %s |\n", p->name, preset_known(p->name));
+            else
+                printf("| `%s` | `%s` | %s%s%s |\n", p->name, preset_options(p, opts, sizeof opts), p->help,
+                       p->note ? ". " : "", p->note ? p->note : "");
+        }
+        return 0;
+    }
     if (name && strcmp(name, "all") != 0) {
         for (int i = 0; i < preset_count(); i++)
             if (strcmp(preset_get(i)->name, name) == 0) {
@@ -318,9 +343,10 @@ static int list_systems(const char *name)
                 near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
         return EXIT_USAGE;
     }
-    enum { WHAT = 64 }; /* the characters of its help shown, cut at a word */
+    enum { WHAT = 54 }; /* the characters of its help shown, cut at a word */
     if (!name)
-        printf("%-17s %-17s %-10s %-11s %-9s %s\n", "system", "runtime", "cost", "policy", "scheduler", "what it is");
+        printf("%-17s %-17s %-10s %-11s %-9s %-9s %s\n", "system", "runtime", "cost", "policy", "scheduler", "known",
+               "what it is");
     for (int i = 0; i < preset_count(); i++) {
         const struct preset *p = preset_get(i);
         if (name) {
@@ -331,12 +357,15 @@ static int list_systems(const char *name)
         if (cut > WHAT)
             for (cut = WHAT; cut > 0 && p->help[cut] != ' '; cut--)
                 ;
-        printf("%-17s %-17s %-10s %-11s %-9s %.*s%s\n", p->name, p->impl, p->cost, p->policy, p->scheduler, cut,
-               p->help, p->help[cut] ? " ..." : "");
+        const char *k = preset_known(p->name);
+        printf("%-17s %-17s %-10s %-11s %-9s %-9.*s %.*s%s\n", p->name, p->impl, p->cost, p->policy, p->scheduler,
+               (int)strcspn(k, ":"), k, cut, p->help, p->help[cut] ? " ..." : "");
     }
     if (!name)
-        printf("(runtime and cost: the implementation profile and cost model it runs with; tessera list systems NAME:\n"
-               " one in full, its options, note and sources; tessera list systems all: every one)\n");
+        printf("(runtime and cost: the implementation profile and cost model it runs with; known: validated against\n"
+               " its system running, measured from its code, or modelled from its code alone; tessera list systems\n"
+               " NAME: one in full, its options, how it is known, note and sources; all: every one; known: how\n"
+               " each is known, as a table)\n");
     return 0;
 }
 

@@ -63,6 +63,22 @@ void cli_print_prompt_cache(const struct sim_summary *m)
                (long long)m->prompt_hit_tokens, (long long)m->prompt_tokens, (long long)m->prompt_evicted);
 }
 
+const char *cli_load_text(const struct sim_config *c, const struct sim_summary *m, char *buf, size_t len)
+{
+    char gen[48] = "";
+    if (c->gen_len > 0)
+        snprintf(gen, sizeof gen, ", --gen-len %d", c->gen_len);
+    if (strcmp(c->trace, "synthetic") == 0)
+        snprintf(buf, len, "%lld requests at %g req/s (%s arrivals), lengths %s%s", (long long)m->num_requests,
+                 c->rps > 0 ? c->rps : 1.0, c->arrivals, c->lengths, gen);
+    else if (c->rps > 0)
+        snprintf(buf, len, "%lld requests of %s, its arrivals rescaled to %g req/s%s", (long long)m->num_requests,
+                 c->trace, c->rps, gen);
+    else
+        snprintf(buf, len, "%lld requests of %s at its own times%s", (long long)m->num_requests, c->trace, gen);
+    return buf;
+}
+
 void cli_print_summary(const struct sim_config *c, const struct sim_setup *setup, const struct sim_summary *m)
 {
     const bool show_redundancy = setup->policy->caps & POLICY_DECIDES; /* the policy decides what its steps decode (focus) */
@@ -77,7 +93,9 @@ void cli_print_summary(const struct sim_config *c, const struct sim_setup *setup
            c->gpu, tp, c->impl, c->cost, c->policy, c->scheduler,
            setup->policy->caps & POLICY_OWN_COUNT ? "the policy's own" : c->decode, c->system[0] ? ", system " : "",
            c->system);
-    char cost[CFG_PATH + 1024];
+    char cost[CFG_PATH + 1024], load[CFG_PATH + 256], known[512];
+    printf("  known         %s\n", sim_known(c, known, sizeof known));
+    printf("  load          %s\n", cli_load_text(c, m, load, sizeof load));
     printf("  cost          %s\n", cli_cost_text(c, cost, sizeof cost));
     printf("  requests      %lld finished, %lld rejected, %lld preemptions, %lld stalls (of %lld)\n",
            (long long)m->num_finished, (long long)m->num_rejected, (long long)m->num_preemptions,
@@ -88,8 +106,7 @@ void cli_print_summary(const struct sim_config *c, const struct sim_setup *setup
            m->mean_q_per_step);
     printf("  throughput    %.1f generated tokens/s (%.1f content tokens/s, %.3f req/s)\n",
            m->throughput_tok_s, m->content_tok_s, m->req_s);
-    printf("  latency (s)   mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  std %.3f  max-min %.3f\n",
-           m->lat_mean_s, m->lat_p50_s, m->lat_p90_s, m->lat_p99_s, m->lat_std_s, m->lat_span_s);
+    cli_print_latency(m);
     cli_print_overload(m, "configuration");
     printf("  first block   mean %.3f s after arrival; queueing mean %.3f s\n", m->ttfb_mean_s,
            m->queue_mean_s);
@@ -143,6 +160,15 @@ void cli_print_summary(const struct sim_config *c, const struct sim_setup *setup
     printf("\n");
 }
 
+void cli_print_latency(const struct sim_summary *m)
+{
+    char of[48] = "";
+    if (m->num_rejected > 0) /* (the rejected never finish: the figures are the finished requests') */
+        snprintf(of, sizeof of, " of the %lld finished:", (long long)m->num_finished);
+    printf("  latency (s)  %s mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  std %.3f  max-min %.3f\n", of, m->lat_mean_s,
+           m->lat_p50_s, m->lat_p90_s, m->lat_p99_s, m->lat_std_s, m->lat_span_s);
+}
+
 void cli_print_overload(const struct sim_summary *m, const char *what)
 {
     if (m->overloaded)
@@ -163,6 +189,10 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
     json_object_set_new(o, "impl", json_string(c->impl)); /* the runtime, beside the cost model */
     char cost[CFG_PATH + 1024];
     json_object_set_new(o, "cost", json_string(cli_cost_text(c, cost, sizeof cost)));
+    char known[512];
+    sim_known(c, known, sizeof known);
+    json_object_set_new(o, "known", json_string(known));
+    json_object_set_new(o, "known_as", json_stringn(known, strcspn(known, ":")));
     json_object_set_new(o, "overloaded", json_boolean(m->overloaded));
     if (m->offered_rps > 0) {
         json_object_set_new(o, "offered_rps", json_real(m->offered_rps));

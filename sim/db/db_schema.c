@@ -15,8 +15,10 @@
  *   segment_runs  what the segments view expands: runs of consecutive steps in which a request's
  *                 segment kept its shape
  *   summary       one row per run: throughput, latency statistics, counts, memory, redundancy,
- *                 energy, the share of requests within --slo, the rate offered and whether the run
- *                 was overloaded (sim_overload_rule; NULL where fewer than SIM_OVERLOAD_MIN arrived)
+ *                 energy, the share of requests within --slo, how its system is known (sim_known:
+ *                 validated, measured or modelled, with the evidence), the rate offered and whether
+ *                 the run was overloaded (sim_overload_rule; NULL where fewer than SIM_OVERLOAD_MIN
+ *                 arrived)
  *   op_breakdown  per-op seconds summed over the run
  *
  */
@@ -57,7 +59,8 @@ static const char *const schema =
     " weight_bytes INTEGER, kv_pool_bytes INTEGER, act_reserved_bytes INTEGER,"
     " capacity_bytes INTEGER, static_batch INTEGER, rows_processed INTEGER, missed_decodes INTEGER,"
     " redundancy REAL, num_stalls INTEGER, energy_j REAL, mean_power_w REAL, slo_attainment REAL,"
-    " expected_accuracy REAL, accuracy_task TEXT, interval_json TEXT, offered_rps REAL, overloaded INTEGER);"
+    " expected_accuracy REAL, accuracy_task TEXT, interval_json TEXT, known TEXT, offered_rps REAL,"
+    " overloaded INTEGER);"
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
     " PRIMARY KEY(run_id, op));";
 
@@ -172,7 +175,8 @@ static const char *const added_columns[][3] = {
     /* (a run priced before its energy was: NULL, not known) */
     {"summary", "energy_j", "REAL"}, {"summary", "mean_power_w", "REAL"}, {"summary", "slo_attainment", "REAL"},
     {"summary", "expected_accuracy", "REAL"}, {"summary", "accuracy_task", "TEXT"},
-    {"summary", "interval_json", "TEXT"}, {"summary", "offered_rps", "REAL"}, {"summary", "overloaded", "INTEGER"}};
+    {"summary", "interval_json", "TEXT"}, {"summary", "known", "TEXT"}, {"summary", "offered_rps", "REAL"},
+    {"summary", "overloaded", "INTEGER"}};
 
 bool db_added_piece(const char *table, const char *piece)
 {

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "db_internal.h"
+#include "presets.h"
 #include "fleet.h"
 #include "sim.h"
 #include "sim_record.h"
@@ -44,6 +45,7 @@ struct writer {
      * files (gone with the process, whatever ends it) and inserted into the database at commit */
     FILE *steps, *segs;
     char *interval_json; /* the run's --interval (db_out_set_interval), or NULL */
+    char known[512];     /* how the run's system is known (sim_known), the summary's `known` */
 };
 
 
@@ -426,7 +428,15 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
 {
     const struct sim_summary m = *mp;
     sqlite3_stmt *st;
-    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    /* (by name: an older database's columns stand in the order its upgrades added them) */
+    if (prepare(w, "INSERT INTO out.summary(run_id, num_requests, num_finished, num_rejected, num_preemptions, "
+                   "num_steps, request_steps, tokens_decoded, content_tokens, makespan_s, throughput_tok_s, "
+                   "content_tok_s, req_s, lat_mean_s, lat_p50_s, lat_p90_s, lat_p99_s, lat_std_s, lat_span_s, "
+                   "ttfb_mean_s, queue_mean_s, mean_q_per_step, mean_segs_per_step, peak_mem_bytes, weight_bytes, "
+                   "kv_pool_bytes, act_reserved_bytes, capacity_bytes, static_batch, rows_processed, missed_decodes, "
+                   "redundancy, num_stalls, energy_j, mean_power_w, slo_attainment, expected_accuracy, accuracy_task, "
+                   "interval_json, known, offered_rps, overloaded) "
+                   "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 &st))
         return -1;
     int k = 1;
@@ -463,6 +473,7 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
         sqlite3_bind_text(st, k++, w->interval_json, -1, SQLITE_TRANSIENT);
     else
         sqlite3_bind_null(st, k++);
+    sqlite3_bind_text(st, k++, w->known, -1, SQLITE_TRANSIENT);
     if (m.offered_rps > 0) { /* (fewer than SIM_OVERLOAD_MIN arrivals: not judged, NULL) */
         sqlite3_bind_double(st, k++, m.offered_rps);
         sqlite3_bind_int(st, k++, m.overloaded);
@@ -570,6 +581,7 @@ static int write_run(struct writer *w, const struct run_src *src)
     strftime(secs, sizeof secs, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(created, sizeof created, "%s.%09ldZ", secs, (long)now.tv_nsec);
     char *cfg = sim_config_to_json(src->cfg, src->setup);
+    sim_known(src->cfg, w->known, sizeof w->known);
     sqlite3_bind_text(st, 1, created, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, src->code_version, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, (int64_t)src->cfg->seed);
