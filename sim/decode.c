@@ -422,17 +422,6 @@ int decode_parse(const char *spec, const char *datadir, struct decode_model *out
     return ts_fail(err, "decode model '%s': unknown kind (%s)", spec, known);
 }
 
-int decode_eos_parse(const char *s, enum decode_eos *out, struct ts_err *err)
-{
-    static const char *const names[] = {[EOS_AUTO] = "auto", [EOS_BULK] = "bulk", [EOS_SCHEDULED] = "scheduled"};
-    for (size_t i = 0; i < TS_ARRAY_LEN(names); i++)
-        if (strcmp(s, names[i]) == 0) {
-            *out = (enum decode_eos)i;
-            return 0;
-        }
-    return ts_fail(err, "--eos: '%s' is not auto, bulk or scheduled", s);
-}
-
 int decode_needs_rng(const struct decode_model *dm) { return decode_get(dm->kind)->needs_rng; }
 
 /* Whether r's next step commits the rest of its block at once (only EOS positions left under a

@@ -1,5 +1,5 @@
 /*
- * decode.h: decode models, i.e. how many masked tokens one step commits (SPEC section 3).
+ * decode.h: decode models, i.e. how many masked tokens one step commits (../shared/SPEC.md section 3).
  *   fixed:k              k tokens per step (LLaDA default: k = 1, steps = G)
  *   threshold:PROFILE    a random count per step, at least 1 and at most the masked positions of
  *                        the block, with the profile's mean tokens per forward (TPF); PROFILE is a
@@ -63,8 +63,6 @@ struct decode_profile {
 /* When a block's EOS positions commit (--eos): auto as the decoder does it (bulk_eos), bulk in one
  * step once the block's content is committed, scheduled at the decoder's own count like content */
 enum decode_eos { EOS_AUTO = 0, EOS_BULK, EOS_SCHEDULED };
-/* --eos's "auto", "bulk" or "scheduled" into *out; anything else is refused naming the option. */
-int decode_eos_parse(const char *s, enum decode_eos *out, struct ts_err *err);
 
 struct decode_model {
     enum decode_kind kind;

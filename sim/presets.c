@@ -288,49 +288,57 @@ const struct preset *preset_get(int i)
  * never run: the commit). Its schedule run on tessera's own engine checks the cost model, not the
  * system, and validates nothing. */
 static const struct {
-    const char *name, *known;
+    const char *name, *gpu, *known; /* gpu: the card a validation ran on */
 } known[] = {
-    {"fast-dllm", "validated: records/validate-h100, throughput within 3.6%, mean latency 28-29% short, 0.33-0.7 req/s, "
+    {"fast-dllm", "h100", "validated: records/validate-h100, throughput within 3.6%, mean latency 28-29% short, 0.33-0.7 req/s, "
                   "H100"},
-    {"dpad", "validated: records/validate-mechanisms-h100, throughput +29.4%, mean latency -23.7%, a burst of 6, H100"},
-    {"dpad-prefix", "validated: records/validate-mechanisms-h100, throughput +0.9%, mean latency -3.4%, a burst of 6, "
+    {"dpad", "h100", "validated: records/validate-mechanisms-h100, throughput +29.4%, mean latency -23.7%, a burst of 6, H100"},
+    {"dpad-prefix", "h100", "validated: records/validate-mechanisms-h100, throughput +0.9%, mean latency -3.4%, a burst of 6, "
                     "H100"},
-    {"dpad-dual", "validated: records/validate-mechanisms-h100, throughput +2.9%, mean latency -1.6%, a burst of 6, "
+    {"dpad-dual", "h100", "validated: records/validate-mechanisms-h100, throughput +2.9%, mean latency -1.6%, a burst of 6, "
                   "H100"},
-    {"sparsed", "validated: records/validate-mechanisms-h100, a request 12-16% short, prompts 2,048-16,384, H100"},
-    {"d2f", "validated: records/validate-mechanisms-h100, throughput +12.0%, mean latency -15.0% at fixed:1, a burst "
+    {"sparsed", "h100", "validated: records/validate-mechanisms-h100, a request 12-16% short, prompts 2,048-16,384, H100"},
+    {"d2f", "h100", "validated: records/validate-mechanisms-h100, throughput +12.0%, mean latency -15.0% at fixed:1, a burst "
             "of 6, H100"},
-    {"elastic-cache", "validated: records/elastic-own-code-h100, -9.2% over 6 requests one at a time (knobs from "
+    {"elastic-cache", "h100", "validated: records/elastic-own-code-h100, -9.2% over 6 requests one at a time (knobs from "
                       "that run), H100"},
-    {"d2cache", "validated: records/d2cache-own-code-h100, -0.6% over 6 requests one at a time (knob from that run), "
+    {"d2cache", "h100", "validated: records/d2cache-own-code-h100, -0.6% over 6 requests one at a time (knob from that run), "
                 "H100"},
-    {"dllm-serve", "validated: records/validate-h100, throughput within 7.7%, mean latency 11-12% short, 0.55 and 6 "
+    {"dllm-serve", "h100", "validated: records/validate-h100, throughput within 7.7%, mean latency 11-12% short, 0.55 and 6 "
                    "req/s, H100"},
-    {"sparse-dllm", "validated: records/validate-h100, throughput within 8.0%, mean latency -2.6% below saturation, "
+    {"sparse-dllm", "h100", "validated: records/validate-h100, throughput within 8.0%, mean latency -2.6% below saturation, "
                     "+35% above, H100"},
-    {"dllm-cache", "validated: records/validate-h100, throughput within 6.1%, mean latency -0.8% below saturation, "
+    {"dllm-cache", "h100", "validated: records/validate-h100, throughput within 6.1%, mean latency -0.8% below saturation, "
                    "+22% above, H100"},
-    {"lmdeploy", "modelled: read from FOCUS's paper and scripts and LMDeploy's sdar.py (no commit); LMDeploy never run"},
-    {"focus", "modelled: read from FOCUS's paper and sands-lab/FOCUS (no commit); FOCUS itself never run"},
-    {"dinfer", "modelled: read from dInfer's slides and code (no commit); dInfer itself never run"},
-    {"dinfer-fast-dllm", "modelled: dInfer's benchmark_dataset_fastdllm.py read at fce4e32; its model code never run"},
-    {"vllm", "modelled: dInfer's Table 1 vLLM baseline, from its slides; vLLM never run"},
-    {"mosaic", "modelled: read from Mosaic's paper and flashserve/Mosaic (no commit); Mosaic itself never run"},
-    {"mosaic-torch", "modelled: Mosaic's baseline, from its paper's section 5; never run"},
-    {"native", "validated: records/validate-h100 (LLaDA's bf16 sampling), throughput within 0.2%, mean latency -25.6% "
+    {"lmdeploy", NULL, "modelled: read from FOCUS's paper and scripts and LMDeploy's sdar.py (no commit); LMDeploy never run"},
+    {"focus", NULL, "modelled: read from FOCUS's paper and sands-lab/FOCUS (no commit); FOCUS itself never run"},
+    {"dinfer", NULL, "modelled: read from dInfer's slides and code (no commit); dInfer itself never run"},
+    {"dinfer-fast-dllm", NULL, "modelled: dInfer's benchmark_dataset_fastdllm.py read at fce4e32; its model code never run"},
+    {"vllm", NULL, "modelled: dInfer's Table 1 vLLM baseline, from its slides; vLLM never run"},
+    {"mosaic", NULL, "modelled: read from Mosaic's paper and flashserve/Mosaic (no commit); Mosaic itself never run"},
+    {"mosaic-torch", NULL, "modelled: Mosaic's baseline, from its paper's section 5; never run"},
+    {"native", "h100", "validated: records/validate-h100 (LLaDA's bf16 sampling), throughput within 0.2%, mean latency -25.6% "
                "to +0.9%, H100"},
-    {"fast-dllm-v2", "validated: records/fdllm-v2-own-code-h100, -18.4% over 6 requests at batch 1 (the preset "
+    {"fast-dllm-v2", "h100", "validated: records/fdllm-v2-own-code-h100, -18.4% over 6 requests at batch 1 (the preset "
                      "batches 32), H100"},
-    {"diffusion-gemma", "modelled: vLLM's diffusion_gemma.py read at eb28452 (0.33.0); never run: it needs PyTorch "
+    {"diffusion-gemma", NULL, "modelled: vLLM's diffusion_gemma.py read at eb28452 (0.33.0); never run: it needs PyTorch "
                         "2.14"},
-    {"sglang-dgemma", "modelled: SGLang 0.5.23 read (no commit); never run: 0.5.17, the newest for PyTorch 2.11, lacks "
+    {"sglang-dgemma", NULL, "modelled: SGLang 0.5.23 read (no commit); never run: 0.5.17, the newest for PyTorch 2.11, lacks "
                       "DiffusionGemma"},
-    {"vllm-dllm-plugin", "modelled: dllm-plugin read at 0c53db5 (and PRs #30, #38); never run: it needs a vLLM fork"},
-    {"sglang", "validated: records/sglang-h200 (SGLang 0.5.17), throughput within 1%, mean latency +1.9% to +14.5% at "
+    {"vllm-dllm-plugin", NULL, "modelled: dllm-plugin read at 0c53db5 (and PRs #30, #38); never run: it needs a vLLM fork"},
+    {"sglang", "h200", "validated: records/sglang-h200 (SGLang 0.5.17), throughput within 1%, mean latency +1.9% to +14.5% at "
                "48-100% load, H200"},
-    {"sglang-sync", "validated: records/sglang-h200 (SGLang 0.5.17), throughput within 1%, mean latency -1.4% to "
+    {"sglang-sync", "h200", "validated: records/sglang-h200 (SGLang 0.5.17), throughput within 1%, mean latency -1.4% to "
                     "+14.5% at 41-95% load, H200"},
 };
+
+const char *preset_known_gpu(const char *name)
+{
+    for (size_t i = 0; i < TS_ARRAY_LEN(known); i++)
+        if (ts_name_eq(known[i].name, name))
+            return known[i].gpu;
+    return NULL;
+}
 
 const char *preset_known(const char *name)
 {
@@ -345,8 +353,11 @@ const char *sim_known(const struct sim_config *c, char *buf, size_t len)
     const struct preset *p = c->system[0] ? preset_find(c->system) : NULL;
     const char *k = p ? preset_known(p->name) : NULL;
     const bool own = strcmp(c->impl, "tessera") == 0 || strcmp(c->impl, "tessera-fused") == 0;
-    if (k && strcmp(c->impl, p->impl) == 0)
+    const char *card = p ? preset_known_gpu(p->name) : NULL;
+    if (k && strcmp(c->impl, p->impl) == 0 && (!card || ts_name_eq(card, c->gpu)))
         snprintf(buf, len, "%s", k);
+    else if (k && strcmp(c->impl, p->impl) == 0) /* (validated on another card than this run's) */
+        snprintf(buf, len, "modelled: %s on %s, where it never ran (%s)", p->name, c->gpu, k);
     else if (k) /* (the system's schedule on another runtime: what validated it was its own) */
         snprintf(buf, len, "modelled: %s's schedule on runtime %s, priced by the %s cost model (the preset's own "
                  "runtime is %s)", p->name, c->impl, c->cost, p->impl);

@@ -42,9 +42,11 @@ const struct preset *preset_get(int i);
  * its evidence (the record and its error, or the code read and why it never ran); NULL for a name
  * that is no preset. */
 const char *preset_known(const char *name);
+/* The card preset `name` was validated on ("h100", "h200"), or NULL where it was not validated. */
+const char *preset_known_gpu(const char *name);
 /* How the system a run configures is known, into buf: its preset's (preset_known) where it runs on the
- * preset's own runtime; "modelled" for a preset's schedule on another runtime (what validated it was its
- * own); "measured" for tessera's engine priced by its calibration; else "modelled", naming the policy,
+ * preset's own runtime and, validated, on the card it was validated on; "modelled" on another card,
+ * and for a preset's schedule on another runtime (what validated it was its own); "measured" for tessera's engine priced by its calibration; else "modelled", naming the policy,
  * scheduler, runtime and cost model. */
 const char *sim_known(const struct sim_config *c, char *buf, size_t len);
 

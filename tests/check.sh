@@ -43,7 +43,7 @@ part() {
     "$@" >"$logs/$name.log" 2>&1
     rc=$?
     awk -v name="$name" -v rc="$rc" -v s=$((SECONDS - t0)) '
-        /^[a-z_]+: [0-9]+ passed, [0-9]+ failed/ { p += $2; f += $4 }
+        /^[a-z_-]+: [0-9]+ passed, [0-9]+ failed/ { p += $2; f += $4 }
         END { if (rc != 0 && f == 0) f = 1; printf "%s\t%d\t%d\t%d\n", name, p, f, s }' \
         "$logs/$name.log" >"$logs/$name.done"
     rm -f "$logs/$name.running"

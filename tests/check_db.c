@@ -305,6 +305,14 @@ START_TEST(merge_keeps_every_value)
     copy_file(in[0], twice[1]);
     ck_assert_msg(db_merge(out2, twice, 2, &runs, &held, &err) == 0, "%s", err.msg);
     ck_assert_msg(runs == 1 && held == 1, "one run twice: %lld merged, %lld held", (long long)runs, (long long)held);
+    /* and a run one input holds twice lands once too */
+    unlink(twice[1]), unlink(out2);
+    copy_file(in[0], twice[1]);
+    craft(twice[1], "INSERT INTO runs(created, code_version, seed, config_json) SELECT created, code_version, seed, "
+                    "config_json FROM runs");
+    ck_assert_msg(db_merge(out2, &twice[1], 1, &runs, &held, &err) == 0, "%s", err.msg);
+    ck_assert_msg(runs == 1 && held == 1, "one input's run twice: %lld merged, %lld held", (long long)runs,
+                  (long long)held);
 }
 END_TEST
 

@@ -1,5 +1,5 @@
 /*
- * check_policy.c: exact segment shapes of every policy over a whole request (SPEC section 2),
+ * check_policy.c: exact segment shapes of every policy over a whole request (../shared/SPEC.md section 2),
  * content/EOS decoding and early stop; every policy's K/V held and peaks against what its steps read
  * and write over random shapes; a driven policy's whole-sequence flag against its steps; a policy
  * with a parameter added as a user would.

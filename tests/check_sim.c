@@ -859,6 +859,7 @@ START_TEST(every_preset_says_how_it_is_known)
         const bool validated = strncmp(k, "validated: records/", 19) == 0;
         ck_assert_msg(validated || strncmp(k, "measured: ", 10) == 0 || strncmp(k, "modelled: ", 10) == 0, "%s: '%s'",
                       name, k);
+        ck_assert_msg(validated == (preset_known_gpu(name) != NULL), "%s: a validation names its card", name);
         if (validated) { /* its record is there */
             char rec[256];
             snprintf(rec, sizeof rec, "%s/experiments/records/%.*s/README.md", TS_SRCDIR, (int)strcspn(k + 19, " ,"),
@@ -876,6 +877,11 @@ START_TEST(every_preset_says_how_it_is_known)
     struct ts_err err;
     ck_assert_int_eq(preset_apply("sglang", &c, &err), 0);
     ck_assert_str_eq(sim_known(&c, buf, sizeof buf), preset_known("sglang"));
+    ck_assert_str_eq(preset_known_gpu("sglang"), "h200");
+    snprintf(c.gpu, sizeof c.gpu, "l40s"); /* (validated on another card: never ran on this one) */
+    ck_assert_msg(strncmp(sim_known(&c, buf, sizeof buf), "modelled: sglang on l40s, where it never ran", 44) == 0,
+                  "%s", buf);
+    snprintf(c.gpu, sizeof c.gpu, "h200");
     snprintf(c.impl, sizeof c.impl, "tessera");
     ck_assert_msg(strncmp(sim_known(&c, buf, sizeof buf), "modelled: sglang's schedule on runtime tessera", 46) == 0,
                   "%s", buf);

@@ -162,6 +162,11 @@ static int replay_read_sizes(struct replay *rp, int64_t max_steps, int ffn_chunk
     rp->max_req = -1;
     while (sqlite3_step(q) == SQLITE_ROW) {
         int64_t r = sqlite3_column_int64(q, 0);
+        if (r < 0 || r > INT32_MAX) {
+            sqlite3_finalize(q);
+            return ts_fail(err, "%s: run %lld: request %lld: not a request's id", rp->path, (long long)rp->run_id,
+                           (long long)r);
+        }
         if (r > rp->max_req) {
             ts_grow((void **)&rp->last_step, &cap, (size_t)r + 1, sizeof *rp->last_step);
             for (int64_t i = rp->max_req + 1; i <= r; i++)
@@ -239,7 +244,7 @@ static int replay_steps(struct replay *rp, struct eng *e, bool ops, struct repla
         }
         for (int32_t i = 0; i < sd.num_segs; i++) {
             int32_t r = sd.segs[i].req_id;
-            if (r <= rp->max_req && rp->last_step[r] == step)
+            if (r >= 0 && r <= rp->max_req && rp->last_step[r] == step)
                 eng_release(e, r);
         }
         int64_t meas = llround(ms * 1e6);
@@ -293,7 +298,7 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
         goto done;
     }
     /* (the one rule for reading a database: its objects tessera's, the run's steps bounded by it) */
-    if (db_own(rp.db, path, &err) || db_bounded(rp.db, path, run_id > 0 ? run_id : -1, &err))
+    if (db_own(rp.db, path, &err) || db_bounded(rp.db, path, -1, &err)) /* (its views expand every run) */
         goto fail;
     if (replay_read_run(&rp, run_id, &ffn_chunks, &err) || replay_read_sizes(&rp, max_steps, ffn_chunks, &err))
         goto fail;

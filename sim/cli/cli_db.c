@@ -121,7 +121,10 @@ static int db_show(int argc, char **argv)
     shown((const unsigned char *)argv[2], where, sizeof where);
     shown(sqlite3_column_text(st, 1), created, sizeof created);
     shown(sqlite3_column_text(st, 2), version, sizeof version);
-    mem = open_memstream(&text_out, &text_len);
+    if (!(mem = open_memstream(&text_out, &text_len))) {
+        fprintf(stderr, "tessera db show: out of memory\n");
+        goto done;
+    }
     fprintf(mem, "# run %lld of %s (created %s by tessera %s): tessera sim --config FILE runs it again\n",
             (long long)run, where, created, version);
     if (cli_runfile_write(&c, mem, &err)) {

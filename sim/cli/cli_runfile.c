@@ -46,10 +46,13 @@ static int option_of_line(void *ctx, const char *path, int line, char *text, str
         return ts_fail(err, "%s:%d: config: a run file names no other run file", path, line);
     /* (a run file is handed around: where a run writes is the command line's alone) */
     static const char *const writes[] = {"db", "append", "replace", "gemm-cache"};
+    char as_option[96];
+    snprintf(as_option, sizeof as_option, "--%s", name);
+    const char *full = cli_sim_option(as_option); /* (the option the parser takes it for, abbreviated too) */
     for (size_t i = 0; i < TS_ARRAY_LEN(writes); i++)
-        if (strcmp(name, writes[i]) == 0)
+        if (strcmp(full ? full : name, writes[i]) == 0)
             return ts_fail(err, "%s:%d: %s: a run file names no output; give --%s on the command line", path, line,
-                           name, name);
+                           name, writes[i]);
     if (rf->n + 2 > RUNFILE_ARGS)
         return ts_fail(err, "%s:%d: more than %d options", path, line, RUNFILE_ARGS / 2);
     const int before = rf->n;

@@ -101,8 +101,11 @@ void ts_grow_group(void **const *bufs, int n, size_t *cap, size_t need, size_t e
     if (need <= *cap)
         return;
     size_t c = *cap ? *cap : 16;
-    while (c < need)
+    while (c < need) {
+        TS_ASSERT(c <= SIZE_MAX / 2);
         c *= 2;
+    }
+    TS_ASSERT(c <= SIZE_MAX / elem_size); /* (a count past what memory can hold is a broken invariant) */
     for (int i = 0; i < n; i++)
         *bufs[i] = xrealloc(*bufs[i], c * elem_size);
     *cap = c;

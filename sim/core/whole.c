@@ -1,11 +1,12 @@
 /*
  * whole.c: output files made whole or not at all (whole.h).
  */
-#define _GNU_SOURCE /* mkostemp */
+#define _GNU_SOURCE /* mkostemp, realpath */
 #include "whole.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,11 +63,19 @@ int ts_whole_open(struct ts_whole *w, const char *path, int flags, const char *i
         return ts_fail(err, "%.200s...: the path is too long", path);
     if (ts_same_file(path, input))
         return ts_fail(err, "%s: is the input itself (%s); a writer never replaces its own input", path, input);
+    /* (a link is followed: its target is replaced and the link stays) */
+    char target[PATH_MAX];
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode) && realpath(path, target) && strlen(target) < sizeof w->path - 1)
+        path = target;
+    mode_t keep = 0; /* an existing file's permissions, kept */
     if (stat(path, &sb) == 0) {
         if (S_ISDIR(sb.st_mode))
             return ts_fail(err, "%s: a folder, not a file", path);
+        if (!S_ISREG(sb.st_mode))
+            return ts_fail(err, "%s: not a regular file (a device, pipe or socket); a file is written whole", path);
         if (!(flags & TS_WHOLE_REPLACE) && sb.st_size > 0)
             return ts_fail(err, "%s: exists and is not empty; --force replaces it", path);
+        keep = sb.st_mode & 07777;
     }
     snprintf(w->path, sizeof w->path, "%s", path);
     snprintf(w->tmp, sizeof w->tmp, "%s.tmpXXXXXX", path);
@@ -80,19 +89,27 @@ int ts_whole_open(struct ts_whole *w, const char *path, int flags, const char *i
     for (int i = 0; i < WHOLE_SLOTS && w->slot < 0; i++)
         if (!open_tmps[i][0])
             w->slot = i;
+    if (w->slot < 0) { /* (every slot busy: a temporary no signal would remove is not made) */
+        sigprocmask(SIG_SETMASK, &was, NULL);
+        return ts_fail(err, "%s: more than %d files being written at once", path, WHOLE_SLOTS);
+    }
     const int fd = mkostemp(w->tmp, O_CLOEXEC);
     const int made = errno;
-    if (fd >= 0 && w->slot >= 0)
+    if (fd >= 0)
         memcpy(open_tmps[w->slot], w->tmp, sizeof w->tmp);
     sigprocmask(SIG_SETMASK, &was, NULL);
     if (fd < 0) {
         w->slot = -1;
         return ts_fail(err, "%s: cannot create it: %s", path, strerror(made));
     }
-    /* the permissions a file created at path would have had (mkostemp's are 0600) */
-    const mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0 || !(w->f = fdopen(fd, "w"))) {
+    /* the permissions of the file replaced, or those a file created at path would have had (mkostemp's
+     * are 0600) */
+    if (!keep) {
+        const mode_t mask = umask(0);
+        umask(mask);
+        keep = 0666 & ~mask;
+    }
+    if (fchmod(fd, keep) != 0 || !(w->f = fdopen(fd, "w"))) {
         const int why = errno;
         close(fd);
         ts_whole_close(w, true, NULL);

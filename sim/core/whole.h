@@ -3,7 +3,8 @@
  * name no one can guess, made exclusively (so that no link planted at a predictable name is
  * followed); once complete it is flushed and renamed onto the file. A failure, or SIGINT, SIGTERM or
  * SIGXFSZ (a file-size limit) meanwhile, removes the temporary: the file is then as it was, and a
- * good one already there (a calibration, an export) is never left truncated.
+ * good one already there (a calibration, an export) is never left truncated. A file replaced keeps its
+ * permissions; a link's target is replaced and the link kept; a device, pipe or socket is refused.
  */
 #ifndef TESSERA_WHOLE_H
 #define TESSERA_WHOLE_H

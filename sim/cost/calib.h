@@ -1,6 +1,6 @@
 /*
  * calib.h: calibration of the cost model from the engine's measured per-op profile
- * (`tessera engine profile`, SPEC section 7). A calibration is fitted from rows
+ * (`tessera engine profile`, ../shared/SPEC.md section 7). A calibration is fitted from rows
  * (segments, q, kv, logit_rows, op, ms) measured on one GPU for one model and implementation:
  *
  *   token-driven ops (embed, norm, qkv, rope, o_proj, gate_up, act, down): time as a function of the
@@ -218,8 +218,5 @@ struct calib_attn_launch {
 void calib_attn_launch(const struct calib *c, const struct step_desc *sd, struct calib_attn_launch *out);
 /* Prints each fit with its residuals on the profile rows. */
 void calib_show(const struct calib *c, FILE *out);
-const char *calib_device(const struct calib *c);
-const char *calib_model(const struct calib *c);
-int64_t calib_max_tokens(const struct calib *c);
 
 #endif

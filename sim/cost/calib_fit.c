@@ -450,6 +450,3 @@ done:
     return rc;
 }
 
-const char *calib_device(const struct calib *c) { return c->device; }
-const char *calib_model(const struct calib *c) { return c->model; }
-int64_t calib_max_tokens(const struct calib *c) { return c->max_T; }

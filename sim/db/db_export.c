@@ -185,13 +185,14 @@ int db_export(const char *path, const char *table, const struct db_export_opts *
     int rc = db_open_run(path, &db, err);
     if (rc == 0)
         rc = tables_only(db, path, k, err);
+    /* (the views expand every run's rows whichever run is asked for: all of them bounded and counted) */
     if (rc == 0 && exports[k].views)
-        rc = db_bounded(db, path, o->run_id, err);
+        rc = db_bounded(db, path, -1, err);
     if (rc == 0 && exports[k].views && db_views_in(db, "temp") != 0)
         rc = ts_fail(err, "%s: cannot lay its %s out: %s (a database of an older tessera: db merge it into a new "
                           "one first)", path, exports[k].name, sqlite3_errmsg(db));
     /* the rows counted before any is written: more than --max-rows is refused, and many are said */
-    const int64_t rows = rc == 0 ? rows_to_write(db, k, o->run_id) : 0;
+    const int64_t rows = rc == 0 ? rows_to_write(db, k, exports[k].views ? -1 : o->run_id) : 0;
     if (rc == 0 && rows < 0)
         rc = ts_fail(err, "%s: cannot count its %s: %s", path, exports[k].name, sqlite3_errmsg(db));
     if (rc == 0 && rows > o->max_rows)

@@ -37,6 +37,7 @@ struct merge {
     struct run_map *map;
     size_t n_map;
     int64_t runs, already;
+    int64_t held_upto; /* the last run of OUT's that temp.held holds */
     struct ts_err *err;
 };
 
@@ -105,13 +106,15 @@ static int map_runs(struct merge *m, sqlite3 *in, const char *path)
         if (have) {
             m->already++;
         } else {
-            if (sqlite3_step(ins) != SQLITE_DONE || sqlite3_step(note) != SQLITE_DONE) {
+            /* (the run's id read before it is noted: the note's insert is the connection's last) */
+            const bool put = sqlite3_step(ins) == SQLITE_DONE;
+            id = sqlite3_last_insert_rowid(m->out);
+            if (!put || sqlite3_step(note) != SQLITE_DONE) {
                 ts_fail(m->err, "%s: run %lld: %s", m->out_path, (long long)sqlite3_column_int64(sel, 0),
                         sqlite3_errmsg(m->out));
                 goto done;
             }
             sqlite3_reset(ins), sqlite3_reset(note);
-            id = sqlite3_last_insert_rowid(m->out);
         }
         ts_grow((void **)&m->map, &cap, m->n_map + 1, sizeof *m->map);
         m->map[m->n_map++] = (struct run_map){sqlite3_column_int64(sel, 0), id};
@@ -303,6 +306,25 @@ static int open_out(struct merge *m, int fd)
                : ts_fail(m->err, "%s: %s", m->out_path, sqlite3_errmsg(m->out));
 }
 
+/* The runs OUT holds that temp.held lacks (those written since it was last brought up to date, by
+ * this merge or another writer), added to it under the transaction's lock: 0 or -1. */
+static int held_since(struct merge *m)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(m->out, "INSERT INTO temp.held SELECT created, code_version, seed, config_json FROM "
+                                   "main.runs WHERE run_id > ?1", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, m->held_upto);
+        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    }
+    sqlite3_finalize(st);
+    if (rc == 0 && sqlite3_prepare_v2(m->out, "SELECT coalesce(max(run_id), 0) FROM main.runs", -1, &st, NULL) == SQLITE_OK) {
+        rc = sqlite3_step(st) == SQLITE_ROW ? (m->held_upto = sqlite3_column_int64(st, 0), 0) : -1;
+        sqlite3_finalize(st);
+    }
+    return rc;
+}
+
 /* Every input merged into OUT's open connection, one transaction an input. */
 static int merge_all(struct merge *m, sqlite3 *const *in, const char *const *paths, int n)
 {
@@ -313,9 +335,10 @@ static int merge_all(struct merge *m, sqlite3 *const *in, const char *const *pat
          * own temporary schema, which its file never sees) */
         bool ok = sqlite3_exec(m->out, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
                   sqlite3_exec(m->out, sch, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(m->out, "main") == 0 &&
-                  (i > 0 || sqlite3_exec(m->out, "CREATE TEMP TABLE held AS SELECT created, code_version, seed, "
-                                                 "config_json FROM main.runs; CREATE INDEX temp.held_key ON "
-                                                 "held(created, code_version, seed)", NULL, NULL, NULL) == SQLITE_OK);
+                  (i > 0 || sqlite3_exec(m->out, "CREATE TEMP TABLE held(created, code_version, seed, config_json); "
+                                                 "CREATE INDEX temp.held_key ON held(created, code_version, seed)",
+                                                 NULL, NULL, NULL) == SQLITE_OK) &&
+                  held_since(m) == 0;
         if (!ok)
             ts_fail(m->err, "%s: %s", m->out_path, sqlite3_errmsg(m->out));
         ok = ok && merge_one(m, in[i], paths[i]) == 0;

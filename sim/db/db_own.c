@@ -283,9 +283,26 @@ int db_bounded(sqlite3 *db, const char *path, int64_t run_id, struct ts_err *err
         "SELECT g.run_id, g.first_step, g.last_step, s.num_steps FROM main.segment_runs g LEFT JOIN main.summary s "
         "USING (run_id) WHERE (?1 < 0 OR g.run_id = ?1) AND (typeof(g.first_step) != 'integer' OR "
         "typeof(g.last_step) != 'integer' OR typeof(s.num_steps) != 'integer' OR g.first_step < 0 OR "
-        "g.last_step < g.first_step OR g.last_step >= s.num_steps) LIMIT 1";
+        "g.last_step < g.first_step OR g.last_step >= s.num_steps OR typeof(g.req_id) != 'integer' OR g.req_id < 0 "
+        "OR g.req_id >= s.num_requests) LIMIT 1";
+    const bool runs_of_steps = has_table(db, "step_runs") || has_table(db, "segment_runs");
     if (!has_table(db, "summary"))
-        return 0;
+        return runs_of_steps ? ts_fail(err, "%s: holds runs of steps but no summary to bound them by; not read", path)
+                             : 0;
+    /* a run's steps are counted in 32 bits by every reader: more is no run tessera made */
+    sqlite3_stmt *st = NULL;
+    int64_t bad_run = -1;
+    if (sqlite3_prepare_v2(db, "SELECT run_id FROM main.summary WHERE (?1 < 0 OR run_id = ?1) AND "
+                               "(typeof(num_steps) NOT IN ('integer', 'null') OR num_steps < 0 OR "
+                               "num_steps > 2147483647) LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+        return ts_fail(err, "%s: cannot read its summary: %s", path, sqlite3_errmsg(db));
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        bad_run = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (bad_run >= 0)
+        return ts_fail(err, "%s: run %lld: its summary's num_steps is no count of steps a run has (0 to 2^31 - 1)",
+                       path, (long long)bad_run);
     if (has_table(db, "step_runs") && first_bad(db, path, "steps", steps_sql, run_id, err))
         return -1;
     return has_table(db, "segment_runs") ? first_bad(db, path, "a request's segments", segs_sql, run_id, err) : 0;
