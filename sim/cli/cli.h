@@ -72,7 +72,10 @@ struct cli_args {
     char **argv; /* NULL: argv held no --config */
     int owned;
 };
-int cli_runfile_expand(int argc, char **argv, struct cli_args *out, cli_parse_fn parse, struct ts_err *err);
+/* (resolve: the option an argument names as the parser resolves it, abbreviations too: cli_sim_option) */
+typedef const char *(*cli_resolve_fn)(const char *word);
+int cli_runfile_expand(int argc, char **argv, struct cli_args *out, cli_parse_fn parse, cli_resolve_fn resolve,
+                       struct ts_err *err);
 void cli_args_free(struct cli_args *a);
 int cli_runfile_write(const struct sim_config *c, FILE *f, struct ts_err *err);
 /* The name of the tessera sim option that argument `word` (--NAME or --NAME=VALUE) gives, as the

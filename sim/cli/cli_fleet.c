@@ -106,7 +106,7 @@ static int fleet_line(const char *path, int line, char *text, int argc, char **a
     struct ts_err err;
     struct cli_args e;
     words[0] = "tessera";
-    if (cli_runfile_expand(nw, words, &e, cli_sim_parse, &err)) {
+    if (cli_runfile_expand(nw, words, &e, cli_sim_parse, cli_sim_option, &err)) {
         fprintf(stderr, "tessera sim: %s: %s\n", where, err.msg);
         return -1;
     }

@@ -23,6 +23,7 @@ struct runfile {
     char **args;
     int n;
     cli_parse_fn parse;
+    cli_resolve_fn resolve;
 };
 
 /* cli_text_lines' function: a line's option, its name (with "--" in front) and its value, or none for
@@ -48,7 +49,7 @@ static int option_of_line(void *ctx, const char *path, int line, char *text, str
     static const char *const writes[] = {"db", "append", "replace", "gemm-cache"};
     char as_option[96];
     snprintf(as_option, sizeof as_option, "--%s", name);
-    const char *full = cli_sim_option(as_option); /* (the option the parser takes it for, abbreviated too) */
+    const char *full = rf->resolve(as_option); /* (the option the parser takes it for, abbreviated too) */
     for (size_t i = 0; i < TS_ARRAY_LEN(writes); i++)
         if (strcmp(full ? full : name, writes[i]) == 0)
             return ts_fail(err, "%s:%d: %s: a run file names no output; give --%s on the command line", path, line,
@@ -80,7 +81,8 @@ static int read_runfile(const char *path, struct runfile *rf, struct ts_err *err
     return rc;
 }
 
-int cli_runfile_expand(int argc, char **argv, struct cli_args *out, cli_parse_fn parse, struct ts_err *err)
+int cli_runfile_expand(int argc, char **argv, struct cli_args *out, cli_parse_fn parse, cli_resolve_fn resolve,
+                       struct ts_err *err)
 {
     *out = (struct cli_args){0};
     int at = -1;
@@ -97,7 +99,7 @@ int cli_runfile_expand(int argc, char **argv, struct cli_args *out, cli_parse_fn
     for (int i = at + 1; i < argc; i++)
         if (strcmp(argv[i], "--config") == 0 || strncmp(argv[i], "--config=", 9) == 0)
             return ts_fail(err, "--config given twice (one run file a run)");
-    struct runfile rf = {xcalloc(RUNFILE_ARGS, sizeof *rf.args), 0, parse};
+    struct runfile rf = {xcalloc(RUNFILE_ARGS, sizeof *rf.args), 0, parse, resolve};
     const int rc = read_runfile(path, &rf, err);
     /* argv[0], the file's options, then the command line's but --config FILE */
     char **list = xcalloc((size_t)(argc + rf.n + 1), sizeof *list);

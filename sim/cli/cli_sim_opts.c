@@ -292,7 +292,7 @@ int cli_sim_parse(int argc, char **argv, struct sim_config *c)
 {
     struct ts_err why;
     struct cli_args e;
-    if (cli_runfile_expand(argc, argv, &e, cli_sim_parse, &why)) {
+    if (cli_runfile_expand(argc, argv, &e, cli_sim_parse, cli_sim_option, &why)) {
         fprintf(stderr, "tessera sim: %s\n", why.msg);
         return -1;
     }
