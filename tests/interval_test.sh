@@ -45,6 +45,13 @@ run l40s-from-h100 --gpu l40s --cost calibrated --calib-from h100 --interval 90
 expect 0 "the summary of a transfer never measured" -- "$bin" sim "${plain[@]}" --gpu l40s --cost calibrated \
     --calib-from h100 --interval 90
 contains "the summary of a transfer never measured" "not bounded: transfer, never measured for this card"
+# a fleet whose replicas differ: a source one replica draws and another's card never measured is both
+# drawn and named as not bounded
+printf '1 --gpu h100 --cost calibrated --calib-from h200\n1 --gpu l40s --cost calibrated --calib-from h100\n' >"$tmp/mixed.txt"
+"$bin" sim --fleet "$tmp/mixed.txt" "${small[@]}" --interval 90 >"$tmp/mixed.json" 2>"$tmp/mixed.err" ||
+    bad "a mixed fleet's interval: $(head -2 "$tmp/mixed.err")"
+[ "$(sources "$tmp/mixed.json")" = "clock:0.013:0 calibration:0.012:0 transfer:0.039:0 unbounded:transfer" ] && ok ||
+    bad "a mixed fleet's sources: $(sources "$tmp/mixed.json")"
 # nesting, figure by figure, on one seed; and the roofline's error widening the latencies' intervals
 # beyond the calibration's
 run h200-50 --interval 50

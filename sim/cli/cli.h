@@ -48,7 +48,9 @@ struct cli_interval {
     char record[SRC_COUNT][64];      /* and the record it was measured in */
     bool used[SRC_COUNT], decode;    /* the sources this run has */
     bool carried[SRC_COUNT];         /* measured on another card than the run's (variance.csv's '*' row) */
-    bool unmeasured[SRC_COUNT];      /* never measured for the run's card ('-'): named, not drawn */
+    bool unmeasured[SRC_COUNT];      /* never measured for the run's card ('-'; a fleet: some replica's):
+                                      * named, not drawn */
+    bool drawn[SRC_COUNT];           /* drawn (a fleet: by some replica) */
     double lo[CLI_INTERVAL_FIGURES], hi[CLI_INTERVAL_FIGURES];
 };
 struct sim_setup;

@@ -121,9 +121,11 @@ static int run_sources(const struct sim_config *c, const struct sim_setup *setup
     iv->used[SRC_TRANSFER] = !rounds && calibrated && !c->calib[0] && c->calib_from[0];
     iv->decode = decode_needs_rng(&setup->decode);
     double h = 0, g = 0;
-    for (int k = 0; k < SRC_COUNT; k++)
-        if (iv->used[k] && !iv->unmeasured[k])
+    for (int k = 0; k < SRC_COUNT; k++) {
+        iv->drawn[k] = iv->used[k] && !iv->unmeasured[k];
+        if (iv->drawn[k])
             *(k <= SRC_HOST_MACHINE ? &h : &g) += iv->sigma[k] * iv->sigma[k];
+    }
     *sh = sqrt(h), *sg = sqrt(g);
     return 0;
 }
@@ -198,14 +200,14 @@ int cli_interval_fleet(const struct sim_config *workload, const struct sim_confi
         struct sim_setup setup;
         struct cli_interval own = {.level = iv->level, .runs = runs};
         rc = sim_config_validate(&cfg[i], &setup, err) || run_sources(&cfg[i], &setup, &own, &sh[i], &sg[i], err);
-        for (int k = 0; rc == 0 && k < SRC_COUNT; k++)
-            if (own.used[k] && !iv->used[k]) { /* (the first replica that has it names its spread) */
-                iv->used[k] = true, iv->sigma[k] = own.sigma[k];
-                iv->carried[k] = own.carried[k], iv->unmeasured[k] = own.unmeasured[k];
+        for (int k = 0; rc == 0 && k < SRC_COUNT; k++) {
+            iv->used[k] |= own.used[k];
+            iv->unmeasured[k] |= own.used[k] && own.unmeasured[k]; /* (one replica's never measured: said) */
+            if (own.drawn[k] && !iv->drawn[k]) { /* (the first replica that draws it names its spread) */
+                iv->drawn[k] = true, iv->sigma[k] = own.sigma[k], iv->carried[k] = own.carried[k];
                 snprintf(iv->record[k], sizeof iv->record[k], "%s", own.record[k]);
-            } else if (own.used[k] && own.unmeasured[k]) { /* (one replica's never measured: said) */
-                iv->unmeasured[k] = true;
             }
+        }
         iv->decode = iv->decode || own.decode;
     }
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
@@ -249,7 +251,7 @@ static void sources_text(const struct cli_interval *iv, char *buf, size_t len)
 {
     buf[0] = '\0';
     for (int k = 0; k < SRC_COUNT; k++)
-        if (iv->used[k] && !iv->unmeasured[k])
+        if (iv->drawn[k])
             snprintf(buf + strlen(buf), len - strlen(buf), "%s%s %.1f%% (%s%s)", buf[0] ? ", " : "",
                      cli_interval_source_name(k), 100 * iv->sigma[k], iv->record[k],
                      iv->carried[k] ? ", measured on another card" : "");
@@ -292,13 +294,14 @@ void cli_interval_json(const struct cli_interval *iv, json_t *o)
     json_object_set_new(j, "level", json_integer(iv->level));
     json_object_set_new(j, "runs", json_integer(iv->runs));
     json_t *unbounded = json_array();
-    for (int k = 0; k < SRC_COUNT; k++)
+    for (int k = 0; k < SRC_COUNT; k++) {
         if (iv->used[k] && iv->unmeasured[k]) /* (never measured for the card: named, not drawn) */
             json_array_append_new(unbounded, json_string(cli_interval_source_name(k)));
-        else if (iv->used[k])
+        if (iv->drawn[k])
             json_object_set_new(src, cli_interval_source_name(k),
                                 json_pack("{s:f,s:s,s:b}", "sigma", iv->sigma[k], "record", iv->record[k], "carried",
                                           iv->carried[k]));
+    }
     json_object_set_new(j, "unbounded", unbounded);
     if (iv->decode)
         json_object_set_new(src, "decode", json_string("the requests' decode streams redrawn"));
