@@ -332,20 +332,25 @@ static const struct {
                     "+14.5% at 41-95% load, H200"},
 };
 
-const char *preset_known_gpu(const char *name)
+/* The row of preset `name` in the table above, or -1. */
+static int known_row(const char *name)
 {
     for (size_t i = 0; i < TS_ARRAY_LEN(known); i++)
         if (ts_name_eq(known[i].name, name))
-            return known[i].gpu;
-    return NULL;
+            return (int)i;
+    return -1;
+}
+
+const char *preset_known_gpu(const char *name)
+{
+    const int i = known_row(name);
+    return i < 0 ? NULL : known[i].gpu;
 }
 
 const char *preset_known(const char *name)
 {
-    for (size_t i = 0; i < TS_ARRAY_LEN(known); i++)
-        if (ts_name_eq(known[i].name, name))
-            return known[i].known;
-    return NULL;
+    const int i = known_row(name);
+    return i < 0 ? NULL : known[i].known;
 }
 
 const char *sim_known(const struct sim_config *c, char *buf, size_t len)

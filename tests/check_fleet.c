@@ -49,6 +49,19 @@ static void config(struct sim_config *c, const char *trace)
     c->gen_len = 64;
 }
 
+/* The summary of configuration c run as one instance, on its own. */
+static struct sim_summary instance(const struct sim_config *c)
+{
+    struct ts_err err;
+    struct sim *s = sim_create(c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    ck_assert_int_eq(sim_run(s, &err), 0);
+    struct sim_summary a;
+    sim_get_summary(s, &a);
+    sim_destroy(s);
+    return a;
+}
+
 static void run_fleet(const struct sim_config *c, int n, const char *router, double stale_s, int64_t admit_max,
                       struct fleet_result *r)
 {
@@ -70,13 +83,7 @@ START_TEST(one_replica_is_the_instance)
     config(&c, trace_file(0, 150, 90, 0, 0));
     if (_i == 1)
         snprintf(c.scheduler, sizeof c.scheduler, "static");
-    struct ts_err err;
-    struct sim *s = sim_create(&c, &err);
-    ck_assert_msg(s != NULL, "%s", err.msg);
-    ck_assert_int_eq(sim_run(s, &err), 0);
-    struct sim_summary a;
-    sim_get_summary(s, &a);
-    sim_destroy(s);
+    const struct sim_summary a = instance(&c);
     struct fleet_result r;
     run_fleet(&c, 1, "round-robin", 0, 0, &r);
     const struct sim_summary *b = &r.fleet;
@@ -115,12 +122,7 @@ START_TEST(overload_judged_as_the_instance)
         struct sim_config c;
         config(&c, trace_file(0, 90, gaps_ms[k], 0, 0));
         struct ts_err err;
-        struct sim *s = sim_create(&c, &err);
-        ck_assert_msg(s != NULL, "%s", err.msg);
-        ck_assert_int_eq(sim_run(s, &err), 0);
-        struct sim_summary a;
-        sim_get_summary(s, &a);
-        sim_destroy(s);
+        const struct sim_summary a = instance(&c);
         ck_assert_msg(a.overloaded == (k == 0), "gap %g ms: the instance %s overloaded", gaps_ms[k],
                       a.overloaded ? "is" : "is not");
         struct fleet_result r;
@@ -814,12 +816,7 @@ START_TEST(autoscale_bounds_by_hand)
     snprintf(text, sizeof text, "%s%s", head, slow);
     config(&c, tmp_file(2, ".csv", text));
     c.gen_len = 0;
-    struct sim *s = sim_create(&c, &err);
-    ck_assert_msg(s != NULL, "%s", err.msg);
-    ck_assert_int_eq(sim_run(s, &err), 0);
-    struct sim_summary alone;
-    sim_get_summary(s, &alone);
-    sim_destroy(s);
+    const struct sim_summary alone = instance(&c);
     const int k = (int)floor((double)alone.makespan_ns * 1e-9) + 1;
     ck_assert_int_ge(k, 4); /* the long request outstanding through the reading at 3 s */
     int len = snprintf(text, sizeof text, "%s%s", head, slow);

@@ -59,20 +59,6 @@ static void db_usage(FILE *f)
                "FILE runs it again as it ran.\n");
 }
 
-/* A stored text shown in a comment line: NULL as "unknown", a control character as \xNN, cut to fit. */
-static void shown(const unsigned char *text, char *buf, size_t len)
-{
-    size_t n = 0;
-    if (!text)
-        text = (const unsigned char *)"unknown";
-    for (; *text && n + 5 < len; text++)
-        if (*text < 0x20 || *text == 0x7f)
-            n += (size_t)snprintf(buf + n, len - n, "\\x%02x", *text);
-        else
-            buf[n++] = (char)*text;
-    buf[n] = '\0';
-}
-
 /* db show DB RUN [--config]: the run's stored configuration as a run file */
 static int db_show(int argc, char **argv)
 {
@@ -118,9 +104,11 @@ static int db_show(int argc, char **argv)
     json_decref(o);
     /* the file made in memory and written once whole: a value it cannot hold writes nothing */
     char created[128], version[128], where[512];
-    shown((const unsigned char *)argv[2], where, sizeof where);
-    shown(sqlite3_column_text(st, 1), created, sizeof created);
-    shown(sqlite3_column_text(st, 2), version, sizeof version);
+    /* (stored text shown in a comment line: NULL as "unknown", a control character escaped) */
+    const char *made = (const char *)sqlite3_column_text(st, 1), *by = (const char *)sqlite3_column_text(st, 2);
+    ts_escape_controls(argv[2], where, sizeof where);
+    ts_escape_controls(made ? made : "unknown", created, sizeof created);
+    ts_escape_controls(by ? by : "unknown", version, sizeof version);
     if (!(mem = open_memstream(&text_out, &text_len))) {
         fprintf(stderr, "tessera db show: out of memory\n");
         goto done;

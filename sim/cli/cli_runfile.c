@@ -141,19 +141,10 @@ static const char *shortest(const char *text, char *buf, size_t len)
     return text;
 }
 
-/* Whether text holds a control character (a line break among them), which a run file's line cannot hold. */
-static bool has_control(const char *text)
-{
-    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
-        if (*p < 0x20 || *p == 0x7f)
-            return true;
-    return false;
-}
-
 /* One line "NAME VALUE" (or "NAME" for a flag: value NULL), its value checked first. */
 static int put_line(FILE *f, const char *name, const char *value, struct ts_err *err)
 {
-    if (value && has_control(value))
+    if (value && ts_has_control(value))
         return ts_fail(err, "%s: its value holds a control character, which a run file cannot hold", name);
     fprintf(f, value ? "%s %s\n" : "%s\n", name, value);
     return 0;
@@ -184,7 +175,7 @@ int cli_runfile_write(const struct sim_config *c, FILE *f, struct ts_err *err)
         const char *preset = param_values_get(&base.params, c->params.name[i]);
         char num[64];
         if ((!preset || strcmp(preset, c->params.text[i]) != 0) &&
-            (has_control(c->params.name[i]) ? ts_fail(err, "a parameter's name holds a control character, which a run "
+            (ts_has_control(c->params.name[i]) ? ts_fail(err, "a parameter's name holds a control character, which a run "
                                                            "file cannot hold")
                                             : put_line(f, c->params.name[i], shortest(c->params.text[i], num, sizeof num), err)))
             return -1;

@@ -10,18 +10,32 @@
 #include <string.h>
 #include <time.h>
 
-/* msg with every control character (a terminal's escape, a line break a file carried) written as \xNN,
- * so that a message shows a name from a file and never acts on the terminal: in place, cut to fit */
+static bool is_control(unsigned char c) { return c < 0x20 || c == 0x7f; }
+
+bool ts_has_control(const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if (is_control(*p))
+            return true;
+    return false;
+}
+
+void ts_escape_controls(const char *text, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p && n + 5 < len; p++)
+        if (is_control(*p))
+            n += (size_t)snprintf(buf + n, len - n, "\\x%02x", *p);
+        else
+            buf[n++] = (char)*p;
+    buf[n] = '\0';
+}
+
+/* An error message shown and never acting on the terminal (ts_escape_controls): in place, cut to fit. */
 static void ts_err_printable(char *msg, size_t len)
 {
     char out[TS_ERR_MAX];
-    size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)msg; *p && o + 5 < sizeof out; p++)
-        if (*p < 0x20 || *p == 0x7f)
-            o += (size_t)snprintf(out + o, sizeof out - o, "\\x%02x", *p);
-        else
-            out[o++] = (char)*p;
-    out[o] = '\0';
+    ts_escape_controls(msg, out, sizeof out);
     snprintf(msg, len, "%s", out);
 }
 

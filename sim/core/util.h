@@ -72,6 +72,11 @@ void ts_join_names(char *buf, size_t len, const char *(*name)(int i));
 
 /* Case-insensitive equality of ASCII names ("LLaDA-8B" == "llada-8b"). */
 bool ts_name_eq(const char *a, const char *b);
+/* Whether text holds a control character (a line break or a terminal's escape among them). */
+bool ts_has_control(const char *text);
+/* text into buf with every control character written as \xNN, so that text from a file shows and
+ * never acts on the terminal or begins a line of its own; cut to fit. */
+void ts_escape_controls(const char *text, char *buf, size_t len);
 
 /* The wall clock as Unix time, seconds (what other tools' timestamps are set against). */
 double ts_unix_s(void);

@@ -33,6 +33,8 @@ bool db_added_piece(const char *table, const char *piece);
 int db_has_column(sqlite3 *db, const char *name, const char *table, const char *col);
 /* Whether `name`.`what` is a table rather than a view or nothing (*out); 0, or -1 on an SQLite error. */
 int db_is_table(sqlite3 *db, const char *name, const char *what, bool *out);
+/* Whether the main database holds a table named `what` (not a view); false on an SQLite error. */
+bool db_has_table(sqlite3 *db, const char *what);
 /* The views of step and segment rows over the runs of them (steps, segments) made in schema `name`
  * (temp: over the main database's runs, for a connection that reads it); 0 or -1. */
 int db_views_in(sqlite3 *db, const char *name);

@@ -223,13 +223,6 @@ done:
     return rc;
 }
 
-/* Whether db holds a table named `name` (not a view); false on an SQLite error. */
-static bool has_table(sqlite3 *db, const char *name)
-{
-    bool have = false;
-    return db_is_table(db, "main", name, &have) == 0 && have;
-}
-
 /* The declared table t made in OUT, by the declared schema's own statement for it. */
 static int make_table(struct merge *m, const char *t)
 {
@@ -252,7 +245,7 @@ static int copy_tables(struct merge *m, sqlite3 *in, const char *path)
 {
     static const char *const legacy[][2] = {{"steps", "step_runs"}, {"segments", "segment_runs"}};
     for (size_t i = 0; i < TS_ARRAY_LEN(legacy); i++) /* an older database's single steps and segments */
-        if (has_table(in, legacy[i][0]) && copy_table(m, in, path, legacy[i][0], legacy[i][1]))
+        if (db_has_table(in, legacy[i][0]) && copy_table(m, in, path, legacy[i][0], legacy[i][1]))
             return -1;
     sqlite3_stmt *tabs = NULL;
     int rc = 0;
@@ -262,9 +255,9 @@ static int copy_tables(struct merge *m, sqlite3 *in, const char *path)
         return ts_fail(m->err, "the declared schema: %s", sqlite3_errmsg(m->decl));
     while (rc == 0 && sqlite3_step(tabs) == SQLITE_ROW) {
         const char *t = (const char *)sqlite3_column_text(tabs, 0);
-        if (!has_table(in, t))
+        if (!db_has_table(in, t))
             continue;
-        if (!has_table(m->out, t)) /* (the fleet's or an engine replay's: OUT gets each it lacks) */
+        if (!db_has_table(m->out, t)) /* (the fleet's or an engine replay's: OUT gets each it lacks) */
             rc = make_table(m, t);
         rc = rc ? rc : copy_table(m, in, path, t, t);
     }

@@ -235,13 +235,6 @@ int db_own(sqlite3 *db, const char *path, struct ts_err *err)
     return rc;
 }
 
-/* Whether db holds table t (a table, not a view). */
-static bool has_table(sqlite3 *db, const char *t)
-{
-    bool is = false;
-    return db_is_table(db, "main", t, &is) == 0 && is;
-}
-
 /* The first row the query finds (run, first, last and the run's steps), said as what is wrong with
  * it; 0 where it finds none. */
 static int first_bad(sqlite3 *db, const char *path, const char *what, const char *sql, int64_t run_id,
@@ -285,8 +278,8 @@ int db_bounded(sqlite3 *db, const char *path, int64_t run_id, struct ts_err *err
         "typeof(g.last_step) != 'integer' OR typeof(s.num_steps) != 'integer' OR g.first_step < 0 OR "
         "g.last_step < g.first_step OR g.last_step >= s.num_steps OR typeof(g.req_id) != 'integer' OR g.req_id < 0 "
         "OR g.req_id >= s.num_requests) LIMIT 1";
-    const bool runs_of_steps = has_table(db, "step_runs") || has_table(db, "segment_runs");
-    if (!has_table(db, "summary"))
+    const bool runs_of_steps = db_has_table(db, "step_runs") || db_has_table(db, "segment_runs");
+    if (!db_has_table(db, "summary"))
         return runs_of_steps ? ts_fail(err, "%s: holds runs of steps but no summary to bound them by; not read", path)
                              : 0;
     /* a run's steps are counted in 32 bits by every reader: more is no run tessera made */
@@ -303,9 +296,9 @@ int db_bounded(sqlite3 *db, const char *path, int64_t run_id, struct ts_err *err
     if (bad_run >= 0)
         return ts_fail(err, "%s: run %lld: its summary's num_steps is no count of steps a run has (0 to 2^31 - 1)",
                        path, (long long)bad_run);
-    if (has_table(db, "step_runs") && first_bad(db, path, "steps", steps_sql, run_id, err))
+    if (db_has_table(db, "step_runs") && first_bad(db, path, "steps", steps_sql, run_id, err))
         return -1;
-    return has_table(db, "segment_runs") ? first_bad(db, path, "a request's segments", segs_sql, run_id, err) : 0;
+    return db_has_table(db, "segment_runs") ? first_bad(db, path, "a request's segments", segs_sql, run_id, err) : 0;
 }
 
 int db_open_run(const char *path, sqlite3 **db, struct ts_err *err)

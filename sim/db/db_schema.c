@@ -220,6 +220,12 @@ int db_is_table(sqlite3 *db, const char *name, const char *what, bool *out)
     return 0;
 }
 
+bool db_has_table(sqlite3 *db, const char *what)
+{
+    bool is = false;
+    return db_is_table(db, "main", what, &is) == 0 && is;
+}
+
 /* Brings the database `name` (main, out, src) to the current schema, whose tables it already has
  * (CREATE ... IF NOT EXISTS): the added columns it lacks, an older database's tables of step and
  * segment rows turned into runs of one step each, and the views over the runs. */

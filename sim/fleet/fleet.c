@@ -448,14 +448,12 @@ static void overload_judge(struct fleet_state *fl, int64_t arrivals)
     struct sim_summary *f = &out->fleet;
     memcpy(f->outstanding, fl->marks, sizeof fl->marks);
     f->offered_rps = (double)(arrivals - 1) / span_s;
-    f->overloaded = sim_overload_rule(f->outstanding, f->offered_rps,
-                                      (double)f->num_finished / ((double)f->makespan_ns * 1e-9));
+    f->overloaded = sim_overload_rule(f->outstanding, f->offered_rps, f->req_s); /* (req_s: merge's) */
     for (int i = 0; i < fl->n; i++) {
         struct sim_summary *m = &out->replica[i];
         memcpy(m->outstanding, fl->rep_marks[i], sizeof fl->rep_marks[i]);
         m->offered_rps = (double)(out->routed[i] + m->handed_in) / span_s;
-        m->overloaded = m->makespan_ns > 0 && sim_overload_rule(m->outstanding, m->offered_rps,
-                                                                (double)m->num_finished / ((double)m->makespan_ns * 1e-9));
+        m->overloaded = m->makespan_ns > 0 && sim_overload_rule(m->outstanding, m->offered_rps, m->req_s);
     }
 }
 
