@@ -5,14 +5,15 @@
 #     A: the Check suites (one a module, golden scenarios among them), the layering and
 #        function-length checks, shellcheck over the scripts (shellcheck_test.sh), no SQL text from
 #        data in the scripts (sql_text_test.sh), hostile inputs (tests/hostile/), --interval's
-#        sources and levels (interval_test.sh), README's commands, the command line (cli_test.sh),
-#        the rules every command keeps (rules_test.sh) and the papers' figures (figures_test.sh);
-#     B: the suites again under AddressSanitizer + UBSan (built here, host code only), and the
-#        command line so built fed hostile run files and databases (sanitized_cli_test.sh, leaks
-#        included), then the database's reliability (db_test.sh), the longest part of A's.
-#   full (make check-full): what the fast door leaves out: the planted bugs (mutate.sh), a share a
-#     lane, the command-line checks that read ../shared's real traces or run longest
-#     (full_cli_test.sh), and the database's 60 interrupted runs where the fast door takes 20.
+#        sources and levels (interval_test.sh), README's commands and the rules every command keeps
+#        (rules_test.sh);
+#     B: the database's reliability (db_test.sh), the command line (cli_test.sh) and the papers'
+#        figures it drew (figures_test.sh).
+#   full (make check-full): what the fast door leaves out: the suites again under AddressSanitizer +
+#     UBSan (built here, host code only) and the command line so built fed hostile run files and
+#     databases (sanitized_cli_test.sh, leaks included), the planted bugs (mutate.sh), a share a lane,
+#     the command-line checks that read ../shared's real traces or run longest (full_cli_test.sh),
+#     and the database's 60 interrupted runs where the fast door takes 20.
 # A line of progress at least every 30 s, one line a part when it ends (its failures under it), and
 # one closing line "check: N passed, M failed" summed over every part.
 # Usage: check.sh TESSERA_BIN BUILD [fast|full]   (BUILD: the build the suites are in; the sanitizer
@@ -75,9 +76,12 @@ asan() {
 # lane B in the background
 (
     if [ "$door" = fast ]; then
-        part asan asan
         part db bash "$here/db_test.sh" "$bin" 20
+        # (the papers' figures: those cli_test's exp run papers --quick drew)
+        PAPERS_OUT=$logs/papers part cli bash "$here/cli_test.sh" "$bin"
+        part figures bash "$here/figures_test.sh" "$bin" "$([ -d "$logs/papers" ] && echo "$logs/papers")"
     else
+        part asan asan
         BUILD=$build SHARD=1,3,5/5 part mutate-1 bash "$here/mutate.sh"
     fi
 ) &
@@ -92,7 +96,7 @@ lane_b=$!
 ticker=$!
 
 if [ "$door" = fast ]; then
-    echo "check: lane A: the unit suites, layers, functions, shellcheck, sql text, hostile, interval, readme, cli, rules, figures; lane B: asan, db"
+    echo "check: lane A: the unit suites, layers, functions, shellcheck, sql text, hostile, interval, readme, rules; lane B: db, cli, figures"
     part unit suites_run "${suites[@]}"
     BUILD=$build part layers bash "$here/check_layers.sh"
     part functions bash "$here/check_functions.sh"
@@ -101,12 +105,9 @@ if [ "$door" = fast ]; then
     part hostile bash "$here/hostile/hostile_test.sh" "$bin"
     part interval bash "$here/interval_test.sh" "$bin"
     part readme bash "$here/readme_test.sh" "$bin"
-    # (the papers' figures: those cli_test's exp run papers --quick drew)
-    PAPERS_OUT=$logs/papers part cli bash "$here/cli_test.sh" "$bin"
     part rules bash "$here/rules_test.sh" "$bin"
-    part figures bash "$here/figures_test.sh" "$bin" "$([ -d "$logs/papers" ] && echo "$logs/papers")"
 else
-    echo "check: lane A: the longest and ../shared's command-line checks, the database's 60 interrupted runs, two fifths of the planted bugs; lane B: the other three fifths"
+    echo "check: lane A: the longest and ../shared's command-line checks, the database's 60 interrupted runs, two fifths of the planted bugs; lane B: the sanitizers, the other three fifths"
     part full-cli bash "$here/full_cli_test.sh" "$bin"
     part db bash "$here/db_test.sh" "$bin" 60
     BUILD=$build SHARD=2,4/5 part mutate-2 bash "$here/mutate.sh"

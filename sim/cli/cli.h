@@ -14,6 +14,8 @@ int cli_calib(int argc, char **argv);
 int cli_mem(int argc, char **argv);
 int cli_exp(int argc, char **argv);
 int cli_db(int argc, char **argv);
+int cli_plan_capacity(int argc, char **argv); /* cli_plan.c */
+int cli_plan_size(int argc, char **argv);     /* cli_plan_size.c */
 int cli_engine(int argc, char **argv); /* engine/cli_engine.c, built with CUDA */
 
 #define EXIT_USAGE 2
@@ -39,6 +41,7 @@ int cli_sim_parse(int argc, char **argv, struct sim_config *c);
  * error where no calibration prices the run; a calibration carried from another card's error; a drawn
  * decoder's streams), their central iv->level percent. A source never measured for the run's card is
  * named as such (the interval then says it is not bounded), not drawn. */
+struct sim;
 enum cli_interval_source { SRC_HOST_RUN, SRC_HOST_MACHINE, SRC_CLOCK, SRC_CALIBRATION, SRC_RUNTIME_RUN, SRC_RUNTIME_MACHINE,
                              SRC_ROOFLINE, SRC_TRANSFER, SRC_COUNT };
 #define CLI_INTERVAL_FIGURES 6
@@ -52,6 +55,10 @@ struct cli_interval {
                                       * named, not drawn */
     bool drawn[SRC_COUNT];           /* drawn (a fleet: by some replica) */
     double lo[CLI_INTERVAL_FIGURES], hi[CLI_INTERVAL_FIGURES];
+    /* optional (a single instance's replicates): called with each replicate before it runs (ran
+     * false) and after (true), for figures of a caller's own (tessera plan's robust verdict) */
+    void (*each)(void *ctx, struct sim *s, bool ran);
+    void *each_ctx;
 };
 struct sim_setup;
 struct json_t;

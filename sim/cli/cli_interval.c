@@ -169,6 +169,8 @@ int cli_interval_run(const struct sim_config *base, const struct sim_setup *setu
         c.quiet = true; /* (the run's own log said what its replicates would repeat) */
         c.speed_gpu = gpu, c.speed_host = host;
         struct sim *s = sim_create(&c, err);
+        if (s && iv->each)
+            iv->each(iv->each_ctx, s, false);
         if (!s || sim_run(s, err)) {
             rc = ts_fail_prefix(err, "--interval: replicate %d", i + 1);
             sim_destroy(s);
@@ -176,6 +178,8 @@ int cli_interval_run(const struct sim_config *base, const struct sim_setup *setu
         }
         struct sim_summary m;
         sim_get_summary(s, &m);
+        if (iv->each)
+            iv->each(iv->each_ctx, s, true);
         sim_destroy(s);
         for (int k = 0; k < CLI_INTERVAL_FIGURES; k++)
             v[(size_t)k * runs + i] = figure(&m, k);

@@ -28,6 +28,8 @@ static void usage(FILE *f)
             "           experiments/, the papers' figures, grids of runs\n"
             "  db       merge OUT IN... | check FILE... | export DB TABLE | show DB RUN: run\n"
             "           databases merged, checked, their tables as CSV or JSON, a run as a run file\n"
+            "  plan     capacity | size: the highest rate a configuration serves within an SLO, and\n"
+            "           the cheapest configuration of a space that serves a load\n"
             "  list     models | gpus | policies | schedulers | planners | costs | systems | impls |\n"
             "           decode | calibrations | hosts: the built-in tables\n"
             "  engine   replay | profile | generate: the CUDA engine (%s)\n"
@@ -40,6 +42,27 @@ static void usage(FILE *f)
             "not built: nvcc was not found at build time"
 #endif
     );
+}
+
+/* `tessera plan capacity | size` (cli_plan.c, cli_plan_size.c). */
+static int run_plan(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "capacity") == 0)
+        return cli_plan_capacity(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "size") == 0)
+        return cli_plan_size(argc - 1, argv + 1);
+    const bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+    if (argc >= 2 && !help)
+        fprintf(stderr, "tessera plan: unknown subcommand '%s' (capacity, size)\n", argv[1]);
+    fprintf(help ? stdout : stderr,
+            "usage: tessera plan capacity | size [options]\n"
+            "\n"
+            "capacity  the highest rate a configuration serves within an SLO, point and robust\n"
+            "size      the cheapest candidate of a space that serves a load within an SLO (and a\n"
+            "          quality floor): its replicas, cost per hour and per million tokens\n"
+            "\n"
+            "Each takes --help. See sim/docs/plan.md.\n");
+    return help ? 0 : EXIT_USAGE;
 }
 
 /* The engine is loaded only for `tessera engine` (engine_load.h). */
@@ -97,6 +120,8 @@ int main(int argc, char **argv)
         return cli_list(argc - 1, argv + 1);
     if (strcmp(cmd, "db") == 0)
         return cli_db(argc - 1, argv + 1);
+    if (strcmp(cmd, "plan") == 0)
+        return run_plan(argc - 1, argv + 1);
     if (strcmp(cmd, "engine") == 0)
         return run_engine(argc - 1, argv + 1);
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
@@ -107,9 +132,9 @@ int main(int argc, char **argv)
         printf("tessera %s\n", ts_version());
         return 0;
     }
-    static const char *const commands[] = {"sim", "trace", "mem", "calib", "exp", "db", "list", "engine"};
+    static const char *const commands[] = {"sim", "trace", "mem", "calib", "exp", "db", "plan", "list", "engine"};
     const char *near = param_nearest(cmd, commands, (int)TS_ARRAY_LEN(commands));
-    fprintf(stderr, "tessera: unknown command '%s'%s%s%s (commands: sim, trace, mem, calib, exp, db, list, engine)\n",
+    fprintf(stderr, "tessera: unknown command '%s'%s%s%s (commands: sim, trace, mem, calib, exp, db, plan, list, engine)\n",
             cmd, near ? "; did you mean " : "", near ? near : "", near ? "?" : "");
     return EXIT_USAGE;
 }
