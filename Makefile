@@ -56,7 +56,7 @@ INC_CORE := -Isim/core
 INC_TRACES := $(INC_CORE) -Itraces
 # the simulator's rooms, by job: caching policies, schedulers, cost models and their calibration,
 # the database, the fleet; the event loop, configuration and requests stay in sim/ itself
-SIM_ROOMS := policies sched cost db fleet
+SIM_ROOMS := policies sched cost db fleet plan
 INC_SIM := $(INC_CORE) -Itraces -Isim $(SIM_ROOMS:%=-Isim/%)
 # the engine's rooms: the device side (engine/gpu/: creation, steps, the forward, the head, graphs,
 # moves, the arena, GEMMs, tensor parallelism) and the extensions (engine/ext/: a file a mechanism that

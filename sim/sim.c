@@ -565,6 +565,8 @@ static void run_events(struct sim *s, int64_t until_ns)
             start_step(s);
         if (s->cfg.progress)
             show_progress(s, false);
+        if (sim_watch_stops(s))
+            break;
     }
 }
 
@@ -682,6 +684,10 @@ int sim_run(struct sim *s, struct ts_err *err)
     run_events(s, INT64_MAX);
     if (s->cfg.progress)
         show_progress(s, true);
+    if (s->stopped && !s->failed) {
+        s->sum.run_wall_s += ts_wall_s() - t0;
+        return SIM_STOPPED;
+    }
     if (!s->failed)
         sim_requests_summary(s);
     s->sum.run_wall_s += ts_wall_s() - t0;

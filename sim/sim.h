@@ -112,8 +112,26 @@ void sim_destroy(struct sim *s); /* NULL is safe */
  * Before sim_run. */
 void sim_keep_requests(struct sim *s);
 /* Runs to completion. Returns -1 with err when a step cannot be priced (a calibrated cost model
- * asked outside its range); the run is then incomplete and should not be written. */
+ * asked outside its range); the run is then incomplete and should not be written. A watched run
+ * (sim_set_watch) returns SIM_STOPPED where it stopped early. */
+#define SIM_STOPPED 1
 int sim_run(struct sim *s, struct ts_err *err);
+/* A watch on latency bounds (tessera plan's): for each of n bounds, the requests done that missed it
+ * (finished later than it, or rejected) are counted (sim_watch_missed). With stop, once more than
+ * misses[k] of the run's requests are certain to miss bound_s[k] (those, and the requests outstanding
+ * for longer than it already), which no later event can change, the run stops there, unfinished, and
+ * sim_run returns SIM_STOPPED. Before sim_run; n at most SIM_WATCH_MAX. */
+#define SIM_WATCH_MAX 4
+struct sim_watch {
+    int n;
+    double bound_s[SIM_WATCH_MAX];
+    int64_t misses[SIM_WATCH_MAX];
+    bool stop;
+};
+void sim_set_watch(struct sim *s, const struct sim_watch *w);
+int64_t sim_watch_missed(const struct sim *s, int k);
+/* A stopped run: when it stopped, and the bound (its index in the watch) it was certain to miss. */
+void sim_stopped_at(const struct sim *s, double *t_s, int *bound);
 void sim_get_summary(const struct sim *s, struct sim_summary *out);
 const struct sim_config *sim_config(const struct sim *s);
 /* The parts its configuration names (policy, scheduler, their parameters, implementation, cost,

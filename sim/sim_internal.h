@@ -105,6 +105,11 @@ struct sim {
     const char *reasons[SIM_MAX_REASONS]; /* the reject reasons met, each once, and how often */
     int64_t reason_n[SIM_MAX_REASONS];
     int num_reasons;
+    /* an early stop (sim_set_watch): its bounds, the requests done that missed each, whether it stopped */
+    struct sim_watch watch;
+    int64_t watch_missed[SIM_WATCH_MAX], watch_groups;
+    bool stopped;
+    int stopped_by;
 
     /* disaggregation (sim_set_hand): the handing rule, and the requests handed on since
      * sim_take_handoffs last took them */
@@ -212,5 +217,7 @@ void sim_let_go(struct sim *s, struct request *r);
 void sim_requests_summary(struct sim *s);
 void sim_requests_free(struct sim *s);
 void sim_remove_running(struct sim *s, int32_t id);
+/* Whether a watched run (sim_set_watch) is now certain to miss one of its bounds: it is then stopped. */
+bool sim_watch_stops(struct sim *s);
 
 #endif

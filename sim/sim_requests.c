@@ -234,6 +234,8 @@ void sim_record(struct sim *s, struct request *r)
     const int64_t gone_ns = r->state == REQ_FINISHED ? r->finish_ns : r->arrival_ns;
     for (int k = 0; k < 2; k++)
         s->gone_before[k] += s->at_arrival_ns[k] < 0 || gone_ns < s->at_arrival_ns[k];
+    for (int k = 0; k < s->watch.n; k++) /* a rejected request misses every bound */
+        s->watch_missed[k] += r->state == REQ_REJECTED || (double)(r->finish_ns - r->arrival_ns) > s->watch.bound_s[k] * 1e9;
     if (r->state == REQ_REJECTED) {
         reason = reason_index(s, r->reject_reason);
         s->reason_n[reason]++;
@@ -274,6 +276,50 @@ void sim_let_go(struct sim *s, struct request *r)
 }
 
 void sim_keep_requests(struct sim *s) { s->keep_requests = true; }
+
+void sim_set_watch(struct sim *s, const struct sim_watch *w)
+{
+    TS_ASSERT(w->n >= 0 && w->n <= SIM_WATCH_MAX);
+    s->watch = *w;
+}
+
+/* The outstanding requests (waiting or running) that arrived before cut_ns, counted up to `enough`. */
+static int64_t outstanding_before(const struct sim *s, int64_t cut_ns, int64_t enough)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < s->waiting.n && n < enough; i++)
+        n += sim_req(s, s->waiting.v[(s->waiting.head + i) % s->waiting.cap])->arrival_ns < cut_ns;
+    for (size_t i = 0; i < s->num_running && n < enough; i++)
+        n += sim_req(s, s->running[i])->arrival_ns < cut_ns;
+    return n;
+}
+
+bool sim_watch_stops(struct sim *s)
+{
+    if (!s->watch.stop || ++s->watch_groups % 64 != 0) /* (a look every 64 instants: it scans the queue) */
+        return false;
+    for (int k = 0; k < s->watch.n; k++) {
+        const int64_t room = s->watch.misses[k] - s->watch_missed[k]; /* misses still allowed */
+        const int64_t cut_ns = s->now_ns - (int64_t)(s->watch.bound_s[k] * 1e9);
+        if (room < 0 || outstanding_before(s, cut_ns, TS_MIN(room, INT64_MAX - 1) + 1) > room) {
+            s->stopped_by = k;
+            return s->stopped = true;
+        }
+    }
+    return false;
+}
+
+int64_t sim_watch_missed(const struct sim *s, int k)
+{
+    TS_ASSERT(k >= 0 && k < s->watch.n);
+    return s->watch_missed[k];
+}
+
+void sim_stopped_at(const struct sim *s, double *t_s, int *bound)
+{
+    *t_s = (double)s->now_ns * 1e-9;
+    *bound = s->stopped_by;
+}
 
 void sim_reject_reasons(const struct sim *s, char *buf, size_t len)
 {

@@ -8,7 +8,7 @@
 #   traces                        core
 #   kernels                       core
 #   engine (the engine proper: engine/ and its rooms gpu/, ext/)  core, kernels
-#   sim (the simulator: sim/ and its rooms policies/, sched/, cost/, db/, fleet/)  core, traces
+#   sim (the simulator: sim/ and its rooms policies/, sched/, cost/, db/, fleet/, plan/)  core, traces
 #   the command line, harness and tools  (sim/cli, engine/harness, engine/bench, tests): all
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -16,7 +16,7 @@ pass=0
 fail=0
 
 # the simulator's rooms (the Makefile's SIM_ROOMS): one floor, each room a folder of its own
-sim_rooms="sim/policies sim/sched sim/cost sim/db sim/fleet"
+sim_rooms="sim/policies sim/sched sim/cost sim/db sim/fleet sim/plan"
 # the engine's rooms (the Makefile's ENGINE_ROOMS): the device side and the extensions
 engine_rooms="engine/gpu engine/ext"
 floor_of() {
