@@ -93,7 +93,8 @@ const struct cfg_option cfg_options[] = {
      .help = "the host issuing an eager engine's steps (list hosts)"},
     {"rounds-host", TEXT, FIELD(rounds_host), .def = "", .arg = "GPU", .group = SYS, .shown = "none",
      .help = "a runtime priced by its rounds (--impl sglang) on a card with none: the host's work between rounds "
-             "as measured beside GPU (an assumption: the hosts alike), the forwards priced as the engine runs them"},
+             "as measured beside GPU (an assumption: the hosts alike), the forwards priced as the engine runs them; "
+             "on a card with rounds of its own, only that card (which changes nothing)"},
     {"extrapolate", FLAG, FIELD(extrapolate), .def = "0", .group = SYS,
      .help = "calibrated: price steps beyond the profiled range"},
     {"clock", CHOICE, FIELD(clock), CHOICES(cfg_clock_names), .def = "auto", .group = SYS,

@@ -281,8 +281,19 @@ static int parse_tpf(const char *kind, const char *spec, const char *arg, const 
     const char *sep = strrchr(arg, ':');
     if (strncmp(arg, "tau=", 4) == 0) { /* threshold:tau=0.9: the papers' confidence threshold */
         snprintf(path, sizeof path, "%s/decode_profiles.json", datadir);
-        if (tau_profile(kind, spec, arg + 4, path, name, sizeof name, err))
-            return -1;
+        if (tau_profile(kind, spec, arg + 4, path, name, sizeof name, err)) {
+            /* tau=TAU,NAME where NAME publishes a sweep of thresholds around TAU: the profile at TAU
+             * along it (decode_at_threshold), as load control moves it */
+            const char *comma = strchr(arg, ',');
+            struct ts_err none;
+            double tau;
+            char num[64];
+            snprintf(num, sizeof num, "%.*s", comma ? (int)(comma - arg - 4) : 0, arg + 4);
+            if (!comma || ts_parse_double(num, &tau) || profile_lookup(path, comma + 1, kind, out, &none) ||
+                out->sweep.n < 2)
+                return -1;
+            return decode_at_threshold(out, tau, err);
+        }
     } else if (sep) { /* threshold:FILE:NAME */
         snprintf(path, sizeof path, "%.*s", (int)(sep - arg), arg);
         snprintf(name, sizeof name, "%s", sep + 1);

@@ -145,7 +145,9 @@ static int load_rounds(struct sim *s, struct ts_err *err)
     char path[CFG_PATH + 256];
     const char *card = s->gpu.name;
     if (sim_rounds_path(&s->cfg, card, s->model.name, &s->impl, path, sizeof path)) {
-        if (s->cfg.rounds_host[0])
+        /* (the card's own rounds price it whole: --rounds-host naming the card itself changes nothing, and a
+         * grid over cards may keep it) */
+        if (s->cfg.rounds_host[0] && !ts_name_eq(s->cfg.rounds_host, card))
             return ts_fail(err, "--rounds-host %s: %s's own rounds of %s are measured (%s): they price the run whole",
                            s->cfg.rounds_host, card, s->model.name, path);
     } else if (s->cfg.rounds_host[0]) {

@@ -1800,8 +1800,13 @@ expect 2 "sim --weights fp4" -- "$bin" sim --weights fp4 --requests 2
 expect 0 "sim --rounds-host" -- "$bin" sim --system sglang --gpu b200 --cost roofline --rounds-host h200 --requests 4 \
     --lengths fixed:500,256 --gen-len 256
 contains "sim --rounds-host" "the host's work between rounds as measured beside h200 (--rounds-host"
-expect 2 "sim --rounds-host, the card's own rounds" -- "$bin" sim --system sglang --gpu h200 --rounds-host h200 --requests 4
+expect 2 "sim --rounds-host, the card's own rounds" -- "$bin" sim --system sglang --gpu h200 --rounds-host h100 --requests 4
 contains "sim --rounds-host, the card's own rounds" "h200's own rounds of llada2.0-mini are measured"
+# naming the card itself changes nothing (a grid over cards may keep it)
+expect 0 "sim --rounds-host, the card itself" -- "$bin" sim --system sglang --gpu h200 --rounds-host h200 --requests 4 --json
+self=$(grep -v run_wall "$tmp/out")
+expect 0 "sim --rounds-host, the card itself" -- "$bin" sim --system sglang --gpu h200 --requests 4 --json
+[ "$self" = "$(grep -v run_wall "$tmp/out")" ] && ok || bad "sim --rounds-host h200 on h200: not the run without it"
 expect 2 "sim --rounds-host, a runtime without rounds" -- "$bin" sim --rounds-host h200 --requests 2
 contains "sim --rounds-host, a runtime without rounds" "no rounds of --impl tessera measured for llada-8b on h200"
 # LinearSpec: its commits its own (a decoder named is refused); at --lspec-accept 1 two forwards a token
@@ -2013,6 +2018,78 @@ assert rows[0] == "start_s,ms,reqs,q_tokens,forwards,graph,kv_tokens", rows
 assert len(rows) == 2 and rows[1].split(",")[2:] == ["3", "96", "3", "1", "1056"], rows
 PY
 ) >"$tmp/out" 2>&1; then ok; else bad "the SGLang driver's hook: $(tail -3 "$tmp/out" | tr '\n' ' ')"; fi
+
+# tessera plan: capacity and size (sim/docs/plan.md) on a quick configuration: SGLang's preset on an
+# H200, fixed lengths and decoder, 200 requests
+quick=(--system sglang --gpu h200 --lengths fixed:128,64 --gen-len 64 --decode fixed:2 --requests 200)
+expect 2 "plan, no subcommand" -- "$bin" plan
+expect 0 "plan --help" -- "$bin" plan --help
+contains "plan --help" "capacity"
+expect 0 "plan capacity --help" -- "$bin" plan capacity --help
+contains "plan capacity --help" "--confidence P"
+expect 2 "plan capacity without --slo" -- "$bin" plan capacity "${quick[@]}"
+contains "plan capacity without --slo" "--slo SPEC is required"
+expect 2 "plan capacity, a bad term" -- "$bin" plan capacity --slo p99=5s,median=2s "${quick[@]}"
+contains "plan capacity, a bad term" "unknown term 'median'"
+expect 2 "plan capacity, a bad time" -- "$bin" plan capacity --slo p99=5x "${quick[@]}"
+contains "plan capacity, a bad time" "'5x' is not a time"
+expect 2 "plan capacity, a bad sim option" -- "$bin" plan capacity --slo p99=5s --gpu nosuchcard --requests 5
+expect 2 "plan capacity --executor gpu" -- "$bin" plan capacity --slo p99=5s --executor gpu "${quick[@]}"
+contains "plan capacity --executor gpu" "a plan searches with the cost model"
+expect 2 "plan capacity --db" -- "$bin" plan capacity --slo p99=5s --db "$tmp/plan.db" "${quick[@]}"
+[ ! -e "$tmp/plan.db" ] && ok || bad "plan capacity --db: a database was made"
+expect 0 "plan capacity --json" -- "$bin" plan capacity --slo p90=2s --confidence 0 --json "${quick[@]}"
+cap=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+held = [p["rps"] for p in d["probes"] if p["held"]]; missed = [p["rps"] for p in d["probes"] if not p["held"]]
+assert d["capacity_rps"] == max(held) and d["failed_rps"] == min(m for m in missed if m > max(held))
+assert d["failed_rps"] - d["capacity_rps"] <= 0.02 * d["capacity_rps"] and d["robust_rps"] is None
+print(d["capacity_rps"], d["failed_rps"])' "$tmp/out") && ok || bad "plan capacity --json: capacity not the highest held probe within 2%"
+# tessera sim itself at the capacity: 90% within 2 s, not overloaded; at the rate that missed: not both
+read -r held missed <<<"$cap"
+for r in "$held" "$missed"; do
+    expect 0 "plan capacity, sim at $r" -- "$bin" sim "${quick[@]}" --rps "$r" --slo 2 --json --quiet
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(int(d["slo_attainment"] >= 0.9 and not d["overloaded"]))' \
+        "$tmp/out" >"$tmp/verdict.$r"
+done
+[ "$(cat "$tmp/verdict.$held")$(cat "$tmp/verdict.$missed")" = 10 ] && ok ||
+    bad "plan capacity: tessera sim does not hold the SLO at $held and miss it at $missed"
+expect 0 "plan capacity, robust" -- "$bin" plan capacity --slo p90=2s --interval-runs 10 "${quick[@]}"
+contains "plan capacity, robust" "at 90% confidence"
+
+printf '# two cards, two caps\n--gpu h200 h100\n--max-running-requests 1 8\n' >"$tmp/space.txt"
+size=(--rps 6 --slo p90=2s --space "$tmp/space.txt" --confidence 0 --rounds-host h200 "${quick[@]}")
+expect 0 "plan size --help" -- "$bin" plan size --help
+contains "plan size --help" "--space FILE"
+expect 2 "plan size without --rps" -- "$bin" plan size --slo p90=2s --space "$tmp/space.txt" "${quick[@]}"
+contains "plan size without --rps" "--rps R (the load) is required"
+printf -- '--gpu h200\n--rps 1 2\n' >"$tmp/space-bad.txt"
+expect 2 "plan size, a space varying --rps" -- "$bin" plan size --rps 6 --slo p90=2s --space "$tmp/space-bad.txt" "${quick[@]}"
+contains "plan size, a space varying --rps" "space-bad.txt:2: --rps: a plan sets it itself"
+printf -- '--gpu h200\nmax-running-requests 1\n' >"$tmp/space-bad.txt"
+expect 2 "plan size, a space line without --" -- "$bin" plan size --rps 6 --slo p90=2s --space "$tmp/space-bad.txt" "${quick[@]}"
+contains "plan size, a space line without --" "space-bad.txt:2: 'max-running-requests' is not an option"
+printf -- '--gpu h200 nosuchcard\n' >"$tmp/space-bad.txt"
+expect 2 "plan size, a bad value" -- "$bin" plan size --rps 6 --slo p90=2s --space "$tmp/space-bad.txt" "${quick[@]}"
+contains "plan size, a bad value" "candidate 2 (gpu=nosuchcard)"
+printf 'gpu,usd_per_hour,date,source\nh200,free,2026-11-29,x\n' >"$tmp/prices-bad.csv"
+expect 2 "plan size, a bad price" -- "$bin" plan size "${size[@]}" --prices "$tmp/prices-bad.csv"
+contains "plan size, a bad price" "prices-bad.csv:2: usd_per_hour: 'free' is not a price"
+mkdir -p "$tmp/plan-full" && : >"$tmp/plan-full/x"
+expect 2 "plan size --out, not empty" -- "$bin" plan size "${size[@]}" --out "$tmp/plan-full"
+contains "plan size --out, not empty" "is not empty (--force writes over it)"
+for j in 1 2; do
+    expect 0 "plan size --jobs $j" -- "$bin" plan size "${size[@]}" --jobs "$j" --out "$tmp/plan-$j"
+done
+cmp -s "$tmp/plan-1/plan.csv" "$tmp/plan-2/plan.csv" && ok || bad "plan size: --jobs 1 and 2 differ"
+contains "plan size --jobs 2" "4 candidates"
+# the cheapest as planned: its run file, run by tessera sim, holds the SLO at the load
+first=$(awk -F, 'NR == 2 && $3 == "ranked" { print $15 }' "$tmp/plan-1/plan.csv")
+expect 0 "plan size, the cheapest's run file" -- "$bin" sim --config "$tmp/plan-1/$first" --slo 2 --json --quiet
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["slo_attainment"] >= 0.9 and not d["overloaded"]' \
+    "$tmp/out" && ok || bad "plan size: the cheapest's run file does not hold p90 2 s at 6 req/s"
+# a floor no candidate's decoder publishes: none ranked, each said
+expect 0 "plan size --accuracy" -- "$bin" plan size "${size[@]}" --accuracy "gsm8k>=50"
+contains "plan size --accuracy" "its decoder publishes no accuracy on gsm8k"
 
 expect 0 "list calibrations" -- "$bin" list calibrations
 if [ "$(tail -n +2 "$tmp/out" | sed 's/^  //')" = "$(cd "$root/sim/data/calib" && LC_ALL=C ls -1 -- *.csv)" ]; then ok

@@ -503,7 +503,7 @@ int cli_plan_capacity(int argc, char **argv)
     }
     struct ts_err err;
     struct sim_setup setup;
-    if (sim_config_validate(&c, &setup, &err) || cli_plan_refuses(&c, &err)) {
+    if (cli_plan_refuses(&c, &err) || sim_config_validate(&c, &setup, &err)) {
         fprintf(stderr, "tessera plan: %s\n", err.msg);
         cli_plan_args_free(&a);
         return EXIT_USAGE;

@@ -23,6 +23,8 @@
 
 #include "cli.h"
 #include "cli_plan.h"
+#include "gpu.h"
+#include "model.h"
 #include "plan.h"
 #include "presets.h"
 #include "setup.h"
@@ -184,9 +186,22 @@ static double price_of(const struct prices *p, const char *gpu)
     return 0;
 }
 
+/* Whether c's model and card are known (a typo stops the plan; a model that does not fit its card is
+ * the candidate's own verdict). */
+static int names_resolve(const struct sim_config *c, struct ts_err *err)
+{
+    struct model_cfg m;
+    struct gpu_spec g;
+    struct gpu_table *gt = gpu_table_create();
+    const int rc = sim_model_resolve(c, &m, err) || (c->gpu_file[0] && gpu_load_file(gt, c->gpu_file, err)) ||
+                   gpu_lookup(gt, c->gpu, &g, err);
+    gpu_table_destroy(gt);
+    return rc ? -1 : 0;
+}
+
 /* --- a candidate sized ------------------------------------------------------------------------ */
 
-enum cand_status { CAND_SIZED, CAND_NO_RATE, CAND_TOO_MANY, CAND_ERROR };
+enum cand_status { CAND_SIZED, CAND_NO_RATE, CAND_TOO_MANY, CAND_UNBUILT, CAND_ERROR };
 struct cand {
     long index;
     int status;
@@ -223,6 +238,13 @@ static void size_one(const struct plan_args *a, const struct space *sp, long i, 
     sim_known(&c, known, sizeof known);
     snprintf(out->known, sizeof out->known, "%.*s", (int)strcspn(known, ": "), known);
     out->gpus = TS_MAX(c.tp, 1) * TS_MAX(c.ep, 1);
+    struct sim *s = sim_create(&c, &err); /* (a card the model does not fit, a pricing it lacks: said, not sized) */
+    if (!s) {
+        out->status = CAND_UNBUILT;
+        snprintf(out->why, sizeof out->why, "%s", err.msg);
+        return;
+    }
+    sim_destroy(s);
     struct plan_args one = *a;
     one.confidence = 0;
     struct sim_config rep = c;
@@ -480,7 +502,8 @@ static int write_csv(const char *dir, const struct space *sp, struct cand *const
             if (*q == ',' || *q == '"')
                 *q = ';';
         const char *status = ranked(c) ? "ranked" : c->status == CAND_SIZED ? (c->price > 0 ? "under-floor" : "unpriced")
-                             : c->status == CAND_NO_RATE ? "no-rate" : c->status == CAND_TOO_MANY ? "too-many" : "error";
+                             : c->status == CAND_NO_RATE ? "no-rate" : c->status == CAND_TOO_MANY ? "too-many"
+                             : c->status == CAND_UNBUILT ? "unbuilt" : "error";
         fprintf(w.f, "%d,%s,%s,%.6g,%.6g,%d,%d,%.6g,%.6g,%.6g,%.6g,%s,%s,%d,runs/candidate-%ld.run\n",
                 ranked(c) ? ++rank : 0, label, status, c->usd_h, c->usd_mtok, c->replicas, c->gpus, c->cap_rps, c->p99_s,
                 c->mean_s, c->accuracy, c->acc_task, c->known, c->front, c->index + 1);
@@ -576,7 +599,8 @@ static void size_usage(void)
            "Every other option is tessera sim's and holds for every candidate (the workload among them).\n"
            "\n"
            "example:\n"
-           "  tessera plan size --rps 8 --slo p99=30s --space sim/docs/plan-space.txt --requests 300\n"
+           "  tessera plan size --rps 4 --slo p95=20s --space experiments/plan-space.txt --system sglang \\\n"
+           "      --rounds-host h200 --requests 400\n"
            "See sim/docs/plan.md.\n");
 }
 
@@ -624,13 +648,11 @@ int cli_plan_size(int argc, char **argv)
             fprintf(stderr, "tessera plan size: candidate %ld (%s) does not parse\n", i + 1, label_of(&sp, i, label, sizeof label));
             goto done;
         }
-        struct sim *s = NULL;
-        if (sim_config_validate(&cfg, &setup, &err) || cli_plan_refuses(&cfg, &err) || !(s = sim_create(&cfg, &err))) {
+        if (cli_plan_refuses(&cfg, &err) || sim_config_validate(&cfg, &setup, &err) || names_resolve(&cfg, &err)) {
             fprintf(stderr, "tessera plan size: candidate %ld (%s): %s\n", i + 1, label_of(&sp, i, label, sizeof label),
                     err.msg);
             goto done;
         }
-        sim_destroy(s);
     }
     struct sim_config base;
     if (config_of(&a, &sp, 0, &base))
