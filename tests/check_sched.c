@@ -750,7 +750,11 @@ START_TEST(sglang_rounds_charge_the_host_once_a_round)
                   m.ops.total_s - m.ops.op_s[OP_HOST], plain.ops.total_s - plain.ops.op_s[OP_HOST]);
     snprintf(c.gpu, sizeof c.gpu, "%s", own);
     struct ts_err err;
-    ck_assert_ptr_null(sim_create(&c, &err));
+    s = sim_create(&c, &err); /* the card itself: its own rounds, as without the option */
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    sim_destroy(s);
+    snprintf(c.rounds_host, sizeof c.rounds_host, "%s", strcmp(own, "h100") != 0 ? "h100" : "h200");
+    ck_assert_ptr_null(sim_create(&c, &err)); /* another card, where the card's own are measured */
     ck_assert_msg(strstr(err.msg, "own rounds"), "%s", err.msg);
 }
 END_TEST

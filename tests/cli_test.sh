@@ -18,7 +18,7 @@ for c in "" "sim" "trace" "trace gen" "list"; do
 done
 expect 2 "no command" -- "$bin"
 expect 2 "unknown command" -- "$bin" frobnicate
-contains "unknown command lists commands" "commands: sim, trace, mem, calib, exp, db, list, engine"
+contains "unknown command lists commands" "commands: sim, trace, mem, calib, exp, db, plan, list, engine"
 
 # the default scenario prints a summary
 expect 0 "default sim" -- "$bin" sim --no-progress
@@ -2021,7 +2021,7 @@ PY
 
 # tessera plan: capacity and size (sim/docs/plan.md) on a quick configuration: SGLang's preset on an
 # H200, fixed lengths and decoder, 200 requests
-quick=(--system sglang --gpu h200 --lengths fixed:128,64 --gen-len 64 --decode fixed:2 --requests 200)
+quick=(--system sglang --gpu h200 --lengths "fixed:128,64" --gen-len 64 --decode fixed:2 --requests 200)
 expect 2 "plan, no subcommand" -- "$bin" plan
 expect 0 "plan --help" -- "$bin" plan --help
 contains "plan --help" "capacity"
