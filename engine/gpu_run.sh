@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [select] [fc] [focus] [elastic] [moe] [tp] [generate] [disagg] [herald] [sparsed] [linear-spec] [dgemma]: the engine's GPU work in one call
+# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [select] [fc] [focus] [elastic] [moe] [tp] [generate] [disagg] [herald] [sparsed] [linear-spec] [dgemma] [plan]: the engine's GPU work in one call
 # on a GPU machine, its outputs under OUT. A GPU machine may have nvcc but no Debian -dev
 # packages: unpack those into deps/root here and carry it (engine/README.md, "On a GPU machine");
 # DEPS=deps/root then builds against it.
@@ -57,6 +57,13 @@
 #             IterSmooth; dInfer's vicinity cache with hierarchical decoding and IterSmooth) and SDAR-8B (threshold, block cache and FOCUS; block with IterSmooth), 16
 #             requests of 256 + 256 tokens (GEN_ARGS replaces them), each into
 #             OUT/generate-MODEL-DECODER-CACHE[-smooth].txt
+#   plan      a planned configuration live: tessera plan capacity of LLaDA-8B with the dual cache on
+#             this card (the shipped H200 calibration; PLAN_ARGS replaces the workload, PLAN_SLO the
+#             SLO, p90=3s), then the workload run live at the point capacity, at the robust one and at
+#             PLAN_FACTORS times the point (0.95 0.9 0.85 1.25), each simulated beside it
+#             (OUT/plan-capacity.txt, OUT/plan-live.txt: each run's share within the bound, whether
+#             overloaded, whether it held, and its steps' time against the model's; the runs' JSON in
+#             OUT/plan-runs.tgz)
 #   disagg    a live Refresh/Reuse split over four GPUs of one host (record fleet-disagg-live-h200x4):
 #             check_engine --only moves, then LLaDA-8B's dual cache on four replicas, split 2 + 2 and
 #             co-located, each live and simulated (OUT/live-disagg.json, live-colocated.json,
@@ -557,6 +564,49 @@ dgemma_part() {
     live_summary "$o"/live-dgemma-*.json "$o"/live-vllm-b*.json "$o/live-sglang-m8.json" | tee "$o/dgemma.txt"
 }
 
+# the plan part (see the header)
+plan_part() {
+    local o=$1 t=./$b/tessera slo=${PLAN_SLO:-p90=3s}
+    gcache=(--gemm-cache "$o/gemm-algos.db")
+    local args # the workload (PLAN_ARGS, its words split)
+    read -r -a args <<<"${PLAN_ARGS:---gpu h200 --cost calibrated --lengths fixed:300,128 --gen-len 128 --requests 200 --seed 3}"
+    "$t" plan capacity --slo "$slo" "${args[@]}" --interval-runs 20 --no-progress >"$o/plan-capacity.txt" 2>&1 ||
+        { cat "$o/plan-capacity.txt"; return 1; }
+    "$t" plan capacity --slo "$slo" "${args[@]}" --interval-runs 20 --no-progress --json >"$o/plan-capacity.json" || return 1
+    tail -3 "$o/plan-capacity.txt"
+    local point robust bound share
+    read -r point robust < <(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["capacity_rps"], d["robust_rps"] or 0)' \
+        "$o/plan-capacity.json") || return 1
+    bound=${slo#*=} bound=${bound%s} share=${slo%%=*} share=${share#p}
+    local runs=(point:"$point" robust:"$robust")
+    for f in ${PLAN_FACTORS:-0.95 0.9 0.85 1.25}; do runs+=("x$f:$(python3 -c "print($point * $f)")"); done
+    for run in "${runs[@]}"; do
+        local name=${run%%:*} rps=${run#*:}
+        [ "$rps" != 0 ] || continue
+        "$t" sim "${args[@]}" --rps "$rps" --slo "$bound" --executor gpu "${gcache[@]}" --json --no-progress \
+            >"$o/live-plan-$name.json" 2>"$o/live-plan-$name.err" || { tail "$o/live-plan-$name.err"; return 1; }
+        "$t" sim "${args[@]}" --rps "$rps" --slo "$bound" --json --no-progress --quiet >"$o/sim-plan-$name.json" || return 1
+    done
+    python3 - "$o" "$share" <<'PY' | tee "$o/plan-live.txt"
+import json, os, sys
+o, share = sys.argv[1], float(sys.argv[2]) / 100
+print("run     rate req/s  live: within  overloaded  held   model: within  overloaded  held")
+names = ["point", "robust"] + sorted((f[10:-5] for f in os.listdir(o) if f.startswith("live-plan-x") and f.endswith(".json")),
+                                    key=lambda n: float(n[1:]))
+for name in names:
+    p = os.path.join(o, f"live-plan-{name}.json")
+    if not os.path.exists(p):
+        continue
+    live, model = json.load(open(p)), json.load(open(os.path.join(o, f"sim-plan-{name}.json")))
+    row = [name, f"{live['offered_rps']:.3f}"]
+    for d in (live, model):
+        row += [f"{100 * d['slo_attainment']:.1f}%", str(d["overloaded"]), str(d["slo_attainment"] >= share and not d["overloaded"])]
+    row.append(f"{100 * (live['live_measured_s'] / live['live_model_s'] - 1):+.1f}%")
+    print("{:7s} {:>10s}  {:>12s}  {:>10s}  {:5s}  {:>13s}  {:>10s}  {:5s}  steps {:>6s} against the model".format(*row))
+PY
+    (cd "$o" && tar -czf plan-runs.tgz live-plan-* sim-plan-* plan-capacity.json) && rm -f "$o"/live-plan-* "$o"/sim-plan-*
+}
+
 rc=0
 for p in $parts; do
     case $p in
@@ -591,8 +641,9 @@ for p in $parts; do
         sparsed) sparsed_part "$out" || rc=1 ;;
         linear-spec) linear_spec_part "$out" || rc=1 ;;
         dgemma) dgemma_part "$out" || rc=1 ;;
+        plan) plan_part "$out" || rc=1 ;;
         memcheck) ;;
-        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, select, fc, focus, elastic, moe, tp, generate, disagg, herald, sparsed, linear-spec, dgemma)" >&2
+        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, select, fc, focus, elastic, moe, tp, generate, disagg, herald, sparsed, linear-spec, dgemma, plan)" >&2
            exit 2 ;;
     esac
 done

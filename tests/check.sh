@@ -4,11 +4,11 @@
 #   fast (make check; hermetic: reads nothing outside the repository):
 #     A: the Check suites (one a module, golden scenarios among them), the layering and
 #        function-length checks, shellcheck over the scripts (shellcheck_test.sh), no SQL text from
-#        data in the scripts (sql_text_test.sh), hostile inputs (tests/hostile/), --interval's
-#        sources and levels (interval_test.sh), README's commands and the rules every command keeps
-#        (rules_test.sh);
-#     B: the database's reliability (db_test.sh), the command line (cli_test.sh) and the papers'
-#        figures it drew (figures_test.sh).
+#        data in the scripts (sql_text_test.sh), hostile inputs (tests/hostile/) and the rules every
+#        command keeps (rules_test.sh);
+#     B: the database's reliability (db_test.sh), --interval's sources and levels (interval_test.sh),
+#        README's commands, the command line (cli_test.sh) and the papers' figures it drew
+#        (figures_test.sh).
 #   full (make check-full): what the fast door leaves out: the suites again under AddressSanitizer +
 #     UBSan (built here, host code only) and the command line so built fed hostile run files and
 #     databases (sanitized_cli_test.sh, leaks included), the planted bugs (mutate.sh), a share a lane,
@@ -77,6 +77,8 @@ asan() {
 (
     if [ "$door" = fast ]; then
         part db bash "$here/db_test.sh" "$bin" 20
+        part interval bash "$here/interval_test.sh" "$bin"
+        part readme bash "$here/readme_test.sh" "$bin"
         # (the papers' figures: those cli_test's exp run papers --quick drew)
         PAPERS_OUT=$logs/papers part cli bash "$here/cli_test.sh" "$bin"
         part figures bash "$here/figures_test.sh" "$bin" "$([ -d "$logs/papers" ] && echo "$logs/papers")"
@@ -96,15 +98,13 @@ lane_b=$!
 ticker=$!
 
 if [ "$door" = fast ]; then
-    echo "check: lane A: the unit suites, layers, functions, shellcheck, sql text, hostile, interval, readme, rules; lane B: db, cli, figures"
+    echo "check: lane A: the unit suites, layers, functions, shellcheck, sql text, hostile, rules; lane B: db, interval, readme, cli, figures"
     part unit suites_run "${suites[@]}"
     BUILD=$build part layers bash "$here/check_layers.sh"
     part functions bash "$here/check_functions.sh"
     part shellcheck bash "$here/shellcheck_test.sh"
     part sql-text bash "$here/sql_text_test.sh"
     part hostile bash "$here/hostile/hostile_test.sh" "$bin"
-    part interval bash "$here/interval_test.sh" "$bin"
-    part readme bash "$here/readme_test.sh" "$bin"
     part rules bash "$here/rules_test.sh" "$bin"
 else
     echo "check: lane A: the longest and ../shared's command-line checks, the database's 60 interrupted runs, two fifths of the planted bugs; lane B: the sanitizers, the other three fifths"
