@@ -339,8 +339,11 @@ static double step_joules(const struct sim *s, const struct cost_breakdown *rb, 
 static int rounds_step(struct sim *s, double *secs, struct cost_breakdown *bd)
 {
     double fwd, host;
-    if (rounds_price(s->rounds, &s->sd, s->cfg.extrapolate, &fwd, &host, &s->run_err))
+    bool beyond;
+    if (rounds_price(s->rounds, &s->sd, s->cfg.extrapolate, &fwd, &host, &beyond, &s->run_err))
         return -1;
+    /* past the rounds' measured range, or (their host alone) the forwards past the calibration's */
+    bd->beyond = beyond || (s->rounds_host_only && bd->beyond);
     const double *scale = s->cctx.op_scale; /* an ablation's or an interval's replicate's factors, which the
                                              * back end applied to its ops: applied to the round alike */
     double ops = 0, raw = 0;
@@ -383,6 +386,7 @@ static void start_step(struct sim *s)
     for (int i = 0; i < OP_COUNT; i++)
         s->sum.ops.op_s[i] += bd.op_s[i];
     s->sum.ops.total_s += bd.total_s;
+    s->sum.steps_beyond += bd.beyond;
     struct cost_breakdown rb = bd; /* the step's work by the roofline: the clock's load, the energy's busy time */
     double rs;
     if (s->cost != &cost_roofline && cost_roofline.step_s(&s->cctx, &s->sd, &rs, &rb, &s->run_err)) {

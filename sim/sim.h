@@ -21,6 +21,8 @@ struct sim_summary {
     int64_t num_stalls;               /* request-steps a running request sat out (the step's token budget
                                        * left it no room): what the lookahead scheduler avoids */
     int64_t num_steps, request_steps; /* steps; requests' segments summed over steps (not a graph's padding) */
+    int64_t steps_beyond;             /* steps priced past the calibration's or the rounds' measured range
+                                       * (--extrapolate) */
     int64_t tokens_decoded;           /* positions committed (G per request without early stop) */
     int64_t content_tokens;           /* sum of C over finished requests */
     int64_t makespan_ns;              /* last finish (arrivals start at 0) */

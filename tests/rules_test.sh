@@ -262,7 +262,7 @@ contains "the summary names the roofline" "cost          roofline (tessera profi
 expect 0 "sim --system fast-dllm" -- "$bin" sim --system fast-dllm --gpu rtx4090 --requests 5 --lengths livebench --quiet
 contains "the summary names the carried calibration" "cost          calibrated, sim/data/calib/h200-llada-8b-torch-eager.csv carried to rtx4090"
 expect 0 "sim --system fast-dllm --json" -- "$bin" sim --system fast-dllm --gpu rtx4090 --requests 5 --lengths livebench --quiet --json
-contains "the JSON summary names the cost model" '"cost":"calibrated, sim/data/calib/h200-llada-8b-torch-eager.csv carried to rtx4090 (extrapolated); host as calibrated'
+contains "the JSON summary names the cost model" '"cost":"calibrated, sim/data/calib/h200-llada-8b-torch-eager.csv carried to rtx4090; host as calibrated'
 expect 0 "sim --system mosaic" -- "$bin" sim --system mosaic --requests 3 --quiet
 contains "mosaic prices with the roofline, as its experiments" "cost          roofline (torch-eager profile)"
 expect 0 "dllm-serve-fig3 --quick" -- "$bin" exp run dllm-serve-fig3 "$tmp/f3" --quick

@@ -92,6 +92,8 @@ int cli_runfile_write(const struct sim_config *c, FILE *f, struct ts_err *err);
  * (not an option, unknown, or an ambiguous abbreviation, which the parser refuses). */
 const char *cli_sim_option(const char *word);
 struct json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m);
+/* The summary's beyond line, where steps were priced past the measured range (--extrapolate). */
+void cli_print_beyond(const struct sim_summary *m);
 /* The summary's prompt cache line (--prompt-cache), where its prefills ran with one. */
 void cli_print_prompt_cache(const struct sim_summary *m);
 /* The summary's overloaded line (sim_overload_rule), where it is: what the run is ("configuration",

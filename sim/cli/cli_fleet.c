@@ -228,6 +228,7 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
            (long long)m->num_rejected, refused, (long long)m->num_preemptions, (long long)m->num_requests);
     const double span = (double)m->makespan_ns * 1e-9;
     printf("  makespan      %.3f s over %lld steps of the replicas\n", span, (long long)m->num_steps);
+    cli_print_beyond(m);
     printf("  throughput    %.1f generated tokens/s (%.1f content tokens/s, %.3f req/s)\n", m->throughput_tok_s,
            m->content_tok_s, m->req_s);
     cli_print_latency(m);

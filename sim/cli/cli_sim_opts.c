@@ -357,19 +357,19 @@ int cli_sim_parse(int argc, char **argv, struct sim_config *c)
 }
 
 /* The cost model that priced the run, as the summary names it: "roofline (tessera profile)", or
- * "calibrated, FILE[ carried to GPU][ (extrapolated)]". */
+ * "calibrated, FILE[ carried to GPU]" (the steps priced past its range: the summary's beyond line). */
 const char *cli_cost_text(const struct sim_config *c, char *buf, size_t len)
 {
     char path[CFG_PATH + 256];
     if (strcmp(c->cost, "calibrated") != 0) {
         snprintf(buf, len, "%s (%s profile)", c->cost, c->impl);
     } else if (c->calib[0]) {
-        snprintf(buf, len, "calibrated, %s%s", c->calib, c->extrapolate ? " (extrapolated)" : "");
+        snprintf(buf, len, "calibrated, %s", c->calib);
     } else {
         shipped_calib(c, c->calib_from[0] ? c->calib_from : c->gpu, path, sizeof path);
         const char *shown = strstr(path, "/sim/data/") ? strstr(path, "/sim/data/") + 1 : path;
-        snprintf(buf, len, "calibrated, %s%s%s%s", shown, c->calib_from[0] ? " carried to " : "",
-                 c->calib_from[0] ? c->gpu : "", c->extrapolate ? " (extrapolated)" : "");
+        snprintf(buf, len, "calibrated, %s%s%s", shown, c->calib_from[0] ? " carried to " : "",
+                 c->calib_from[0] ? c->gpu : "");
     }
     /* an eager runtime's host, which issues its GPU work: the machine it was measured on */
     struct impl_profile im;

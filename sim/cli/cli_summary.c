@@ -55,6 +55,14 @@ void cli_reject_lines(const struct sim *s, const char *indent, FILE *to)
     }
 }
 
+void cli_print_beyond(const struct sim_summary *m)
+{
+    if (m->steps_beyond > 0)
+        printf("  beyond        %lld of the %lld steps priced past the measured range, on the line through its last "
+               "points (--extrapolate): their times are the least sure\n", (long long)m->steps_beyond,
+               (long long)m->num_steps);
+}
+
 void cli_print_prompt_cache(const struct sim_summary *m)
 {
     if (m->prompt_tokens > 0)
@@ -97,6 +105,7 @@ void cli_print_summary(const struct sim_config *c, const struct sim_setup *setup
     printf("  known         %s\n", sim_known(c, known, sizeof known));
     printf("  load          %s\n", cli_load_text(c, m, load, sizeof load));
     printf("  cost          %s\n", cli_cost_text(c, cost, sizeof cost));
+    cli_print_beyond(m);
     printf("  requests      %lld finished, %lld rejected, %lld preemptions, %lld stalls (of %lld)\n",
            (long long)m->num_finished, (long long)m->num_rejected, (long long)m->num_preemptions,
            (long long)m->num_stalls,
@@ -207,6 +216,7 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
     json_object_set_new(o, "num_stalls", json_integer(m->num_stalls));
     json_object_set_new(o, "num_steps", json_integer(m->num_steps));
     json_object_set_new(o, "request_steps", json_integer(m->request_steps));
+    json_object_set_new(o, "steps_beyond", json_integer(m->steps_beyond));
     json_object_set_new(o, "tokens_decoded", json_integer(m->tokens_decoded));
     json_object_set_new(o, "content_tokens", json_integer(m->content_tokens));
     json_object_set_new(o, "makespan_ns", json_integer(m->makespan_ns));

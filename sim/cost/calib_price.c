@@ -11,16 +11,23 @@
 #include "attn_rules.h"
 #include "model.h"
 
-/* f(x): flat below the first point, linear past the last (when allowed). */
-static int curve_eval(const struct curve *c, double x, bool extrapolate, double *y)
+/* How far a step's pricing may reach: past its curves' last points (allow, --extrapolate), and whether
+ * it did (the step's breakdown says so: cost_breakdown.beyond). */
+struct reach {
+    bool allow, beyond;
+};
+
+/* f(x): flat below the first point, linear past the last (when allowed, and then said in rx). */
+static int curve_eval(const struct curve *c, double x, struct reach *rx, double *y)
 {
     if (x <= c->x[0]) {
         *y = c->y[0];
         return 0;
     }
     if (x > c->x[c->n - 1]) {
-        if (!extrapolate)
+        if (!rx->allow)
             return -1;
+        rx->beyond = true;
         double slope = (c->y[c->n - 1] - c->y[c->n - 2]) / (c->x[c->n - 1] - c->x[c->n - 2]);
         *y = c->y[c->n - 1] + slope * (x - c->x[c->n - 1]);
         return 0;
@@ -270,7 +277,7 @@ bool calib_prices_feature_cache(const struct calib *c) { return c->has_fc; }
 
 /* R rows in chunks of `chunk` (<= 0: one) by the per-chunk curve cv; with `carry` (n > 0) each chunk
  * scaled by carry's time over cv's at its size (taken within carry's sizes, flat outside them) */
-static double chunked(const struct curve *cv, const struct curve *carry, int64_t R, int64_t chunk, bool extrapolate)
+static double chunked(const struct curve *cv, const struct curve *carry, int64_t R, int64_t chunk, struct reach *rx)
 {
     if (R <= 0)
         return 0;
@@ -286,10 +293,10 @@ static double chunked(const struct curve *cv, const struct curve *carry, int64_t
             ratio = yb > 0 ? yc / yb : 1;
         }
         if (rows > max_rows) { /* as several chunks of the largest profiled size */
-            curve_eval(cv, max_rows, extrapolate, &y);
+            curve_eval(cv, max_rows, rx, &y);
             total += ratio * y * rows / max_rows;
         } else {
-            curve_eval(cv, rows, extrapolate, &y);
+            curve_eval(cv, rows, rx, &y);
             total += ratio * y;
         }
     }
@@ -298,14 +305,14 @@ static double chunked(const struct curve *cv, const struct curve *carry, int64_t
 
 /* The time (ms) of a token-driven op over a step whose every layer ran T packed tokens; -1 with err
  * beyond the profiled range. */
-static int tok_ms(const struct calib *c, enum cost_op op, int64_t T, bool extrapolate, double *ms,
+static int tok_ms(const struct calib *c, enum cost_op op, int64_t T, struct reach *rx, double *ms,
                   struct ts_err *err)
 {
     *ms = 0;
     const struct curve *cv = &c->tok[op];
     if (!cv->n || T <= 0)
         return 0;
-    if (curve_eval(cv, (double)T, extrapolate, ms))
+    if (curve_eval(cv, (double)T, rx, ms))
         return ts_fail(err, "calibrated cost: a step of %lld packed tokens is beyond the profiled range (up to "
                             "%lld) of %s on %s; profile larger steps or allow extrapolation (--extrapolate)",
                        (long long)T, (long long)c->max_T, c->model, c->device);
@@ -314,14 +321,14 @@ static int tok_ms(const struct calib *c, enum cost_op op, int64_t T, bool extrap
 
 /* tok_ms of a dense FFN op (gate_up, act, down) run in `chunks` pieces, as the engine splits a step's
  * rows (ceil(T / chunks) rows a piece, the last the rest); any other op, or one piece, over T. */
-static int ffn_tok_ms(const struct calib *c, enum cost_op op, int64_t T, int32_t chunks, bool extrapolate,
+static int ffn_tok_ms(const struct calib *c, enum cost_op op, int64_t T, int32_t chunks, struct reach *rx,
                       double *ms, struct ts_err *err)
 {
     if (chunks <= 1 || T <= 1 || (op != OP_GATE_UP && op != OP_ACT && op != OP_DOWN))
-        return tok_ms(c, op, T, extrapolate, ms, err);
+        return tok_ms(c, op, T, rx, ms, err);
     const int64_t rows = (T + chunks - 1) / chunks, full = T / rows, rest = T - full * rows;
     double piece, last = 0;
-    if (tok_ms(c, op, rows, extrapolate, &piece, err) || tok_ms(c, op, rest, extrapolate, &last, err))
+    if (tok_ms(c, op, rows, rx, &piece, err) || tok_ms(c, op, rest, rx, &last, err))
         return -1;
     *ms = (double)full * piece + last;
     return 0;
@@ -342,7 +349,7 @@ static double bandwidth_ms(const struct cost_ctx *cx, double bytes)
  * and x read, cache and x written, each half), the other rows' x plus both cached outputs (three
  * read, one written), and the probes' similarity (new and cached V read, the new one written). */
 static int feat_cache_ms(const struct cost_ctx *cx, const struct calib *c, const struct step_desc *sd, double later,
-                         bool extrapolate, double *ms, struct ts_err *err)
+                         struct reach *rx, double *ms, struct ts_err *err)
 {
     *ms = 0;
     const struct step_totals *t = &sd->tot;
@@ -361,8 +368,8 @@ static int feat_cache_ms(const struct cost_ctx *cx, const struct calib *c, const
         return 0;
     }
     double norm = 0, qkv = 0;
-    if (tok_ms(c, OP_NORM, t->probe_tokens, extrapolate, &norm, err) ||
-        tok_ms(c, OP_QKV, t->probe_tokens, extrapolate, &qkv, err))
+    if (tok_ms(c, OP_NORM, t->probe_tokens, rx, &norm, err) ||
+        tok_ms(c, OP_QKV, t->probe_tokens, rx, &qkv, err))
         return -1;
     const double P = (double)t->probe_tokens, X = (double)t->rows, T = (double)t->q_tokens;
     const double Tf = (double)t->front.q_tokens, front = nl - later;
@@ -400,6 +407,7 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
     if (!bd)
         bd = &local;
     memset(bd, 0, sizeof *bd);
+    struct reach reach = {.allow = extrapolate}, *rx = &reach;
     const struct step_totals *t = &sd->tot;
     /* a step whose segments have front shapes: its first nf of nl layers at the front sums, the
      * others at the later ones, each a share of the curves' whole-forward times */
@@ -413,10 +421,10 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
             const enum cost_op op = token_ops[k];
             double y, yf = 0;
             const int64_t T = op == OP_EMBED && nf > 0 ? t->front.q_tokens : t->q_tokens;
-            if (ffn_tok_ms(c, op, T, sd->ffn_chunks, extrapolate, &y, err))
+            if (ffn_tok_ms(c, op, T, sd->ffn_chunks, rx, &y, err))
                 return -1;
             if (nf > 0 && op != OP_EMBED) {
-                if (ffn_tok_ms(c, op, t->front.q_tokens, sd->ffn_chunks, extrapolate, &yf, err))
+                if (ffn_tok_ms(c, op, t->front.q_tokens, sd->ffn_chunks, rx, &yf, err))
                     return -1;
                 y = y * later_share + yf * (1 - later_share);
             }
@@ -443,7 +451,7 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
         bd->op_s[OP_KV_SELECT] = sel * 1e-3;
         ms += sel;
         double fc = 0;
-        if (cx && feat_cache_ms(cx, c, sd, nl - nf, extrapolate, &fc, err))
+        if (cx && feat_cache_ms(cx, c, sd, nl - nf, rx, &fc, err))
             return -1;
         if (cx && sd->cache_inputs) /* Elastic-Cache's layer inputs, at the memory bandwidth */
             fc += input_cache_ms(cx, sd);
@@ -457,8 +465,8 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
     }
     /* logits of rows the later layers did not compute (carried): the LM head after light layers */
     const bool carried = t->logit_rows > t->q_tokens;
-    double lm = chunked(&c->lm, carried ? &c->lm_carry : NULL, t->logit_rows, sd->logit_chunk_rows, extrapolate);
-    double smp = chunked(&c->sample, carried ? &c->sample_carry : NULL, t->logit_rows, sd->logit_chunk_rows, extrapolate);
+    double lm = chunked(&c->lm, carried ? &c->lm_carry : NULL, t->logit_rows, sd->logit_chunk_rows, rx);
+    double smp = chunked(&c->sample, carried ? &c->sample_carry : NULL, t->logit_rows, sd->logit_chunk_rows, rx);
     if (sd->iter_smooth) { /* the profile grid runs no IterSmooth: its GEMM and softmax as the LM head's twins */
         lm *= 2;
         smp *= 2;
@@ -497,6 +505,7 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
         }
     }
     bd->total_s = ms * 1e-3;
+    bd->beyond = reach.beyond;
     *seconds = bd->total_s;
     return 0;
 }
@@ -508,7 +517,7 @@ static double curve_ratio_min_max(const struct curve *a, const struct curve *b, 
 {
     double r = max ? 0 : INFINITY, yb;
     for (int i = 0; i < a->n; i++)
-        if (curve_eval(b, a->x[i], false, &yb) == 0 && yb > 0)
+        if (curve_eval(b, a->x[i], &(struct reach){0}, &yb) == 0 && yb > 0)
             r = max ? fmax(r, a->y[i] / yb) : fmin(r, a->y[i] / yb);
     return r;
 }

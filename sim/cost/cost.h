@@ -83,6 +83,8 @@ struct cost_breakdown {
     double flops; /* the roofline's: the FLOPs of the step's ops (a GPU's share under --tp) */
     double compute_s, memory_s; /* the roofline's: its ops' busy time where compute bounds them, and
                                  * where memory does (their launch floors left out) */
+    bool beyond; /* a calibration's or a runtime's rounds priced the step past their measured range
+                  * (--extrapolate: the line through their last points) */
 };
 
 struct calib;

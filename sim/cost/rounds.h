@@ -54,9 +54,9 @@ int rounds_load(const char *path, const char *gpu, const char *model, const char
                 struct ts_err *err);
 /* A step of the runtime's scheduler: its forward's seconds and the host's between rounds (0 unless the
  * step begins a round). A graph batch beyond the measured ones is priced on the line through the last two,
- * and requests' sequences longer than the measured ones on the fit's lines, where extrapolate is set,
- * else refused; a mode and phase the profile did not measure is refused. */
+ * and requests' sequences longer than the measured ones on the fit's lines, where extrapolate is set
+ * (*beyond then says so), else refused; a mode and phase the profile did not measure is refused. */
 int rounds_price(const struct rounds_profile *p, const struct step_desc *sd, bool extrapolate, double *forward_s,
-                 double *host_s, struct ts_err *err);
+                 double *host_s, bool *beyond, struct ts_err *err);
 
 #endif
