@@ -211,6 +211,15 @@ $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/test_util.h tests/golden.h $(BU
 	@$(if $(V),,echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(INC_TOP) -o $@ $< $(TEST_COMMON) $(BUILD)/libtessera.a $(LIBS) $(CHECK_LIBS)
 
+# check_interval tests the command line's --interval (sim/cli/cli_interval.c): the command line's objects
+# (not its main) beside the library
+$(BUILD)/tests/check_interval: tests/check_interval.c $(TEST_COMMON) tests/test_util.h $(filter-out \
+        $(BUILD)/sim/cli/main.o,$(CLI_OBJ)) $(BUILD)/libtessera.a | deps
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(INC_TOP) -o $@ $< $(TEST_COMMON) $(filter-out $(BUILD)/sim/cli/main.o,$(CLI_OBJ)) \
+	    $(BUILD)/libtessera.a $(LIBS) $(CHECK_LIBS) -ldl
+
 run: $(BUILD)/tessera
 	./$(BUILD)/tessera sim --no-progress
 
