@@ -625,6 +625,37 @@ expect 0 "exp run validate" -- "$bin" exp run validate "$tmp/validate"
 cmp -s "$tmp/validate/validate.csv" "$rec_dir/validate-h100/validate.csv" && ok ||
     bad "exp run validate no longer gives validate-h100/validate.csv: $(diff "$tmp/validate/validate.csv" "$rec_dir/validate-h100/validate.csv" | head -4 | tr '\n' ' ')"
 
+# README's scoreboard of the papers' trends: a fresh exp run papers' per-paper rows
+expect 0 "exp run papers" -- "$bin" exp run papers "$tmp/papers"
+scores() { # scores FILE HEADER: the rows of the table under HEADER as "paper,trends,points,within"
+    python3 - "$1" "$2" <<'PY'
+import sys
+rows, on = [], False
+for line in open(sys.argv[1]):
+    if line.startswith(sys.argv[2]):
+        on = True
+    elif on and line.startswith("|") and not line.startswith("|---"):
+        c = [x.strip() for x in line.strip().strip("|").split("|")]
+        rows.append(",".join([c[0].lower(), c[-1], c[1], c[2]] if len(c) == 6 else [c[0].lower(), c[1], c[2], c[3]]))
+    elif on and not line.strip():
+        break
+print("\n".join(sorted(rows)))
+PY
+}
+got=$(scores "$tmp/papers/report.md" "| paper |")
+want=$(scores "$root/README.md" "| paper | trends holding |")
+[ -n "$got" ] && [ "$got" = "$want" ] && ok || bad "README's scoreboard of the papers' trends is not a fresh run's: $(echo "$got" | tr '\n' ';')"
+
+# the papers' figures README shows (papers-figures): a fresh run's report and figure are the shipped ones,
+# byte for byte (the figure as this machine's gnuplot draws it)
+for e in dllm-serve-fig3 focus-fig7; do
+    expect 0 "papers-figures: $e" -- "$bin" exp run "$e" "$tmp/pf-$e"
+    cmp -s "$tmp/pf-$e/report.md" "$root/experiments/records/papers-figures/$e.md" && ok ||
+        bad "papers-figures: a fresh $e's report.md is not the shipped $e.md (re-record: copy OUT/report.md and OUT/figure.png there)"
+    cmp -s "$tmp/pf-$e/figure.png" "$root/experiments/records/papers-figures/$e.png" && ok ||
+        bad "papers-figures: a fresh $e's figure.png is not the shipped $e.png (or this gnuplot draws it otherwise)"
+done
+
 # experiments/RESULTS.md: the results page is what analysis/results_page.sh makes of the records now
 # (a record re-recorded, or the generator changed, without the page regenerated fails here)
 if bash "$root/analysis/results_page.sh" "$tmp/RESULTS.md" 2>"$tmp/out" && cmp -s "$tmp/RESULTS.md" "$root/experiments/RESULTS.md"; then ok
