@@ -37,6 +37,10 @@ struct sim_summary {
     int64_t peak_kv_bytes;            /* the KV pool's pages in use, largest over steps */
     int64_t weight_bytes, kv_pool_bytes, act_reserved_bytes, capacity_bytes;
     int32_t static_batch;             /* static scheduler: the batch size used (0 otherwise) */
+    int32_t concurrency_cap;          /* the scheduler's cap on requests running at once, as given (its
+                                       * cap_param; 0: what memory allows; -1: it has none; a fleet's where
+                                       * its replicas agree, else -1) */
+    char concurrency_option[32];      /* the option that sets it ("" where none) */
     int64_t rows_processed;           /* the later layers' rows of the decoding steps (not prefill,
                                        * not padding), summed: N_processed of FOCUS's redundancy */
     int64_t missed_decodes;           /* decodable tokens steps left undecoded (focus's eviction) */

@@ -1209,6 +1209,14 @@ contains "exp sweep over presets" "sweep: note: its runs differ in runtime or co
 printf -- '--system fast-dllm dllm-serve\n--impl tessera\n--cost calibrated\n--requests 4\n' >"$tmp/sysgrid.txt"
 expect 0 "exp sweep over presets, like for like" -- "$bin" exp sweep "$tmp/sysgrid.txt" "$tmp/sys2" --slurm
 grep -q "sweep: note: its runs differ" "$tmp/out" && bad "a like-for-like sweep said its runs differ" || ok
+# nor is one over engines that cap the requests running at once differently (SGLang's dLLM default of one,
+# vLLM's plugin's batch of 32): said with each cap and the options that set them; one cap for all says nothing
+printf -- '--system sglang vllm-dllm-plugin\n--requests 4\n' >"$tmp/capgrid.txt"
+expect 0 "exp sweep over capped engines" -- "$bin" exp sweep "$tmp/capgrid.txt" "$tmp/cap1" --slurm
+contains "exp sweep over capped engines" "its runs cap the requests running at once differently (--max-batch 32; --max-running-requests 1): give each the same cap (--max-batch, --max-running-requests)"
+printf -- '--system fast-dllm sparse-dllm\n--max-batch 8\n--requests 4\n' >"$tmp/capgrid.txt"
+expect 0 "exp sweep, one cap" -- "$bin" exp sweep "$tmp/capgrid.txt" "$tmp/cap2" --slurm
+grep -q "cap the requests running at once differently" "$tmp/out" && bad "a sweep with one cap said its caps differ" || ok
 printf -- '--policy dual\n--rps 1 -4\n' >"$tmp/badgrid.txt"
 expect 2 "exp sweep with a bad value" -- "$bin" exp sweep "$tmp/badgrid.txt" "$tmp/swb" --slurm
 contains "exp sweep with a bad value" "run 2 (--policy dual --rps -4)"

@@ -14,7 +14,8 @@
 # Windows line end's carriage return among them) is refused, naming it; a UTF-8 byte-order mark
 # opening the file is skipped, and said. Every combination is checked next (a one-request run of
 # it): a bad value stops the sweep before any run, naming it; runs that differ in runtime or cost
-# model (presets of different runtimes) are said not to compare like for like. Writes OUT/runs.txt
+# model (presets of different runtimes), or in the cap on the requests their schedulers run at once,
+# are said not to compare like for like, naming the options that hold them fixed. Writes OUT/runs.txt
 # (run K's arguments on line K, its database OUT/runs/run-K.db) and then:
 #   locally: runs them N at a time (--jobs N, default: the cores; xargs -P), a line per finished
 #            run, and merges them (tessera db merge) into OUT/sweep.db; a failed run stops the
@@ -135,7 +136,7 @@ n=${#combos[@]}
 
 # every run's options checked before anything is written (a one-request run): a refusal names the
 # bad value; each run's runtime and cost model noted (their summary's impl and cost)
-kinds=""
+kinds="" caps=""
 for k in "${!combos[@]}"; do
     # shellcheck disable=SC2086 # a run's options: the grid's words, split on purpose (set -f: no patterns)
     if ! js=$("$bin" sim ${combos[k]} --requests 1 --quiet --no-progress --json 2>&1); then
@@ -143,11 +144,17 @@ for k in "${!combos[@]}"; do
         exit 2
     fi
     kinds+="$(sed -n 's/.*"impl":"\([^"]*\)","cost":"\([a-z]*\).*/runtime \1, cost \2/p' <<<"$js")"$'\n'
+    caps+="$(sed -n 's/.*"concurrency_cap":\(-*[0-9]*\),"concurrency_option":"\([^"]*\)".*/\2 \1/p' <<<"$js" |
+        sed 's/^ -1$/no cap of requests/; s/ 0$/ 0 (what memory allows)/')"$'\n'
 done
 # a comparison of runs that differ in runtime or cost model is not like for like: said, with the
 # options that hold them fixed
 if [ "$(sort -u <<<"${kinds%$'\n'}" | wc -l)" -gt 1 ]; then
     echo "sweep: note: its runs differ in runtime or cost model ($(sort -u <<<"${kinds%$'\n'}" | paste -sd ';' | sed 's/;/; /g')): give --impl and --cost on a line of their own to compare like for like" >&2
+fi
+# nor of runs whose schedulers cap the requests running at once differently (a preset's own cap)
+if [ "$(sort -u <<<"${caps%$'\n'}" | wc -l)" -gt 1 ]; then
+    echo "sweep: note: its runs cap the requests running at once differently ($(sort -u <<<"${caps%$'\n'}" | paste -sd ';' | sed 's/;/; /g')): give each the same cap ($(sort -u <<<"${caps%$'\n'}" | grep -o '^--[a-z-]*' | sort -u | paste -sd ' ' | sed 's/ /, /g')) to compare like for like" >&2
 fi
 mkdir -p "$out/runs" || exit 2
 # runs.txt: run K's arguments on line K, each word quoted for the shell (paths with spaces too)

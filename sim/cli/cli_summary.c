@@ -217,6 +217,8 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
     json_object_set_new(o, "num_steps", json_integer(m->num_steps));
     json_object_set_new(o, "request_steps", json_integer(m->request_steps));
     json_object_set_new(o, "steps_beyond", json_integer(m->steps_beyond));
+    json_object_set_new(o, "concurrency_cap", json_integer(m->concurrency_cap));
+    json_object_set_new(o, "concurrency_option", json_string(m->concurrency_option));
     json_object_set_new(o, "tokens_decoded", json_integer(m->tokens_decoded));
     json_object_set_new(o, "content_tokens", json_integer(m->content_tokens));
     json_object_set_new(o, "makespan_ns", json_integer(m->makespan_ns));

@@ -542,6 +542,10 @@ static int merge(struct sim **r, const struct fleet_result *out, double slo, str
         f->prompt_evicted += m->prompt_evicted;
         f->num_preemptions += m->num_preemptions, f->num_stalls += m->num_stalls;
         f->num_steps += m->num_steps, f->request_steps += m->request_steps, f->steps_beyond += m->steps_beyond;
+        if (i == 0) /* (the replicas' concurrency cap where they agree) */
+            f->concurrency_cap = m->concurrency_cap, memcpy(f->concurrency_option, m->concurrency_option, sizeof f->concurrency_option);
+        else if (m->concurrency_cap != f->concurrency_cap || strcmp(m->concurrency_option, f->concurrency_option) != 0)
+            f->concurrency_cap = -1, f->concurrency_option[0] = '\0';
         f->tokens_decoded += m->tokens_decoded, f->content_tokens += m->content_tokens;
         f->rows_processed += m->rows_processed, f->missed_decodes += m->missed_decodes;
         f->busy_s += m->busy_s, f->busy_energy_j += m->busy_energy_j, f->slo_met += m->slo_met;

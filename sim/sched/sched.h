@@ -30,6 +30,8 @@ struct sched_ops {
     int num_params;
     bool finish_with_batch; /* requests finish together when the scheduler says (static) */
     bool budgeted; /* one activation budget reserved for every step (act_reserved: phase, lookahead) */
+    const char *cap_param; /* its parameter capping the requests it runs at once (0: what memory allows);
+                            * NULL: it has none (a token budget, or memory, caps its steps) */
     int (*init)(struct sim *s, struct ts_err *err);
     const char *(*reject)(struct sim *s, const struct request *r);
     void (*build)(struct sim *s);

@@ -83,6 +83,7 @@ static void request_forget(struct sim *s, struct request *r)
 
 const struct sched_ops sched_request = {
     .name = "request",
+    .cap_param = "max-batch",
     .help = "continuous batching at request granularity: admission reserves the request's peak "
             "KV and Refresh activation for its whole life",
     .params = request_params,

@@ -279,6 +279,7 @@ static void sglang_free(struct sim *s)
 
 const struct sched_ops sched_sglang = {
     .name = "sglang",
+    .cap_param = "max-running-requests",
     .help = "SGLang's dLLM scheduler: rounds of at most max-running-requests, prefill first; fdfo 1 a forward a "
             "round, a row leaving its block as it resolves; fdfo 0 (sync) a round runs its blocks to the end; "
             "rounds padded to its captured CUDA-graph batches",

@@ -167,6 +167,7 @@ static void static_free(struct sim *s)
 
 const struct sched_ops sched_static = {
     .name = "static",
+    .cap_param = "max-batch",
     .help = "static batches run to completion (Fast-dLLM, dLLM-Cache, Sparse-dLLM baselines); "
             "batch size from the memory model, sequences padded to the longest",
     .params = static_params,
