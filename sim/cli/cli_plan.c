@@ -480,7 +480,7 @@ static void capacity_usage(void)
            "its --rps is the search's. --json prints the result as one JSON object.\n"
            "\n"
            "example:\n"
-           "  tessera plan capacity --slo p99=20s --gpu h100 --system fast-dllm --requests 300\n"
+           "  tessera plan capacity --slo p99=30s --gpu h100 --system dllm-serve --requests 300\n"
            "See sim/docs/plan.md.\n");
 }
 

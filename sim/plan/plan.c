@@ -219,6 +219,17 @@ int plan_judge(const struct sim_config *base, const struct plan_slo *slo, bool e
 
 /* --- the capacity search ---------------------------------------------------------------------- */
 
+/* Rate r judged: the highest that held or the lowest that missed moved to it. */
+static int probe(plan_judge_fn judge, void *ctx, double r, double *held, double *failed, bool *ok,
+                 struct plan_capacity *out, struct ts_err *err)
+{
+    if (judge(ctx, r, ok, err))
+        return -1;
+    out->probes++;
+    *(*ok ? held : failed) = r;
+    return 0;
+}
+
 int plan_capacity(const struct plan_search *o, plan_judge_fn judge, void *ctx, struct plan_capacity *out,
                   struct ts_err *err)
 {
@@ -227,32 +238,16 @@ int plan_capacity(const struct plan_search *o, plan_judge_fn judge, void *ctx, s
     bool ok;
     /* probing: doubling while rates hold, halving while they do not, until one of each */
     for (;;) {
-        if (judge(ctx, r, &ok, err))
+        if (probe(judge, ctx, r, &held, &failed, &ok, out, err))
             return -1;
-        out->probes++;
-        if (ok)
-            held = r;
-        else
-            failed = r;
-        if (held > 0 && failed > 0)
-            break;
-        if (ok && r >= o->max_rps) /* every rate up to the most held */
-            break;
-        if (!ok && r <= o->min_rps) /* none held */
-            break;
+        if ((held > 0 && failed > 0) || (ok && r >= o->max_rps) || (!ok && r <= o->min_rps))
+            break; /* (a bracket; or every rate up to the most held, or none down to the least) */
         r = ok ? TS_MIN(2 * r, o->max_rps) : TS_MAX(r / 2, o->min_rps);
     }
     /* bisection: (held, failed) narrowed until within the tolerance */
-    while (held > 0 && failed > 0 && (failed - held) > o->tolerance * held) {
-        r = 0.5 * (held + failed);
-        if (judge(ctx, r, &ok, err))
+    while (held > 0 && failed > 0 && (failed - held) > o->tolerance * held)
+        if (probe(judge, ctx, 0.5 * (held + failed), &held, &failed, &ok, out, err))
             return -1;
-        out->probes++;
-        if (ok)
-            held = r;
-        else
-            failed = r;
-    }
     out->rps = held;
     out->failed_rps = failed;
     return 0;
