@@ -173,9 +173,13 @@ int plan_judge(const struct sim_config *base, const struct plan_slo *slo, bool e
     int64_t missed[SIM_WATCH_MAX] = {0};
     if (c.replicas > 1) {
         int shares = 0;
-        for (int k = 0; k < slo->n; k++)
-            if (slo->t[k].kind == TERM_SHARE && (++shares > 1 || (c.slo = slo->t[k].bound_s, false)))
+        for (int k = 0; k < slo->n; k++) {
+            if (slo->t[k].kind != TERM_SHARE)
+                continue;
+            if (++shares > 1)
                 return ts_fail(err, "--slo: a fleet is judged on one percentile term (its --slo count); this SLO has more");
+            c.slo = slo->t[k].bound_s; /* (the fleet's summary counts the requests within it) */
+        }
         if (fleet_summary(&c, &out->m, err))
             return -1;
         missed[0] = out->m.num_requests - out->m.slo_met;
