@@ -570,9 +570,9 @@ plan_part() {
     gcache=(--gemm-cache "$o/gemm-algos.db")
     local args # the workload (PLAN_ARGS, its words split)
     read -r -a args <<<"${PLAN_ARGS:---gpu h200 --cost calibrated --lengths fixed:300,128 --gen-len 128 --requests 200 --seed 3}"
-    "$t" plan capacity --slo "$slo" "${args[@]}" --interval-runs 20 --no-progress >"$o/plan-capacity.txt" 2>&1 ||
+    "$t" plan capacity --slo "$slo" "${args[@]}" --no-progress >"$o/plan-capacity.txt" 2>&1 ||
         { cat "$o/plan-capacity.txt"; return 1; }
-    "$t" plan capacity --slo "$slo" "${args[@]}" --interval-runs 20 --no-progress --json >"$o/plan-capacity.json" || return 1
+    "$t" plan capacity --slo "$slo" "${args[@]}" --no-progress --json >"$o/plan-capacity.json" || return 1
     tail -3 "$o/plan-capacity.txt"
     local point robust bound share
     read -r point robust < <(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["capacity_rps"], d["robust_rps"] or 0)' \

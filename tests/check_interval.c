@@ -4,8 +4,9 @@
  * replicates' own central P% (their order statistics interpolated by hand, here), a 50% interval lies
  * inside the 90% one of the same seed, and the sources combine as set by hand: the host's speed is drawn with
  * the root of the sum of the squares of the host sources' spreads (an eager runtime's, run to run and
- * machine to machine), the GPU's with the card's clock and the calibration's, each group on its own
- * speed, a source never measured for the card drawn by neither.
+ * machine to machine), the GPU's with the card's clock and the calibration's (and on tessera's own
+ * engine, its speed under load), each group on its own speed, a source never measured for the card
+ * drawn by neither.
  */
 #include <math.h>
 #include <stdio.h>
@@ -147,6 +148,32 @@ START_TEST(sources_combine_by_group)
 }
 END_TEST
 
+START_TEST(engine_draws_its_load_on_the_gpu)
+{
+    /* tessera's own engine priced by its H200 calibration: no host source; the clock, the calibration and
+     * the engine under load against its calibration all on the GPU's speed */
+    struct sim_config c;
+    struct sim_setup setup;
+    char *argv[] = {"sim", "--gpu", "h200", "--cost", "calibrated", "--lengths", "fixed:200,64", "--gen-len", "64",
+                    "--requests", "10", "--rps", "2", "--quiet", "--no-progress", NULL};
+    ck_assert_int_eq(cli_sim_parse((int)(sizeof argv / sizeof *argv) - 1, argv, &c), 0);
+    c.no_steps = true;
+    struct ts_err err;
+    ck_assert_msg(sim_config_validate(&c, &setup, &err) == 0, "%s", err.msg);
+    static struct seen v;
+    struct cli_interval iv;
+    run(&c, &setup, 90, &iv, &v);
+    static const bool drawn[SRC_COUNT] = {[SRC_CLOCK] = true, [SRC_CALIBRATION] = true, [SRC_LIVE_LOAD] = true};
+    for (int k = 0; k < SRC_COUNT; k++)
+        ck_assert_msg(iv.drawn[k] == drawn[k], "source %s drawn %d", cli_interval_source_name(k), iv.drawn[k]);
+    const double gpu = sqrt(iv.sigma[SRC_CLOCK] * iv.sigma[SRC_CLOCK] + iv.sigma[SRC_CALIBRATION] * iv.sigma[SRC_CALIBRATION] +
+                            iv.sigma[SRC_LIVE_LOAD] * iv.sigma[SRC_LIVE_LOAD]);
+    ck_assert_msg(fabs(sd(v.log_gpu, RUNS) / gpu - 1) < 0.15, "GPU speed's spread %.4f, its sources' %.4f",
+                  sd(v.log_gpu, RUNS), gpu);
+    ck_assert_double_eq_tol(sd(v.log_host, RUNS), 0, 1e-12); /* (no host source: every replicate's host at 1) */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("interval");
@@ -154,6 +181,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, bounds_are_the_replicates_central_share);
     tcase_add_test(tc, sources_combine_by_group);
+    tcase_add_test(tc, engine_draws_its_load_on_the_gpu);
     suite_add_tcase(s, tc);
     return run_suite("interval", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -34,13 +34,13 @@ run l40s-roofline --gpu l40s --interval 90
 [ "$(sources "$tmp/l40s-roofline.json")" = "clock:0.015:1 roofline:0.292:1 unbounded:" ] && ok ||
     bad "an L40S roofline run's sources (both carried from another card): $(sources "$tmp/l40s-roofline.json")"
 run h200-calibrated --cost calibrated --interval 90
-[ "$(sources "$tmp/h200-calibrated.json")" = "clock:0.015:0 calibration:0.012:0 unbounded:" ] && ok ||
+[ "$(sources "$tmp/h200-calibrated.json")" = "clock:0.015:0 calibration:0.012:0 live-load:0.071:0 unbounded:" ] && ok ||
     bad "an H200 calibrated run's sources: $(sources "$tmp/h200-calibrated.json")"
 run h100-from-h200 --gpu h100 --cost calibrated --calib-from h200 --interval 90
-[ "$(sources "$tmp/h100-from-h200.json")" = "clock:0.013:0 calibration:0.012:0 transfer:0.039:0 unbounded:" ] && ok ||
+[ "$(sources "$tmp/h100-from-h200.json")" = "clock:0.013:0 calibration:0.012:0 transfer:0.039:0 live-load:0.071:1 unbounded:" ] && ok ||
     bad "an H100 run priced by the H200's calibration: $(sources "$tmp/h100-from-h200.json")"
 run l40s-from-h100 --gpu l40s --cost calibrated --calib-from h100 --interval 90
-[ "$(sources "$tmp/l40s-from-h100.json")" = "clock:0.015:1 calibration:0.012:0 unbounded:transfer" ] && ok ||
+[ "$(sources "$tmp/l40s-from-h100.json")" = "clock:0.015:1 calibration:0.012:0 live-load:0.071:1 unbounded:transfer" ] && ok ||
     bad "an L40S run priced by the H100's calibration: $(sources "$tmp/l40s-from-h100.json")"
 expect 0 "the summary of a transfer never measured" -- "$bin" sim "${plain[@]}" --gpu l40s --cost calibrated \
     --calib-from h100 --interval 90
@@ -50,7 +50,7 @@ contains "the summary of a transfer never measured" "not bounded: transfer, neve
 printf '1 --gpu h100 --cost calibrated --calib-from h200\n1 --gpu l40s --cost calibrated --calib-from h100\n' >"$tmp/mixed.txt"
 "$bin" sim --fleet "$tmp/mixed.txt" "${small[@]}" --interval 90 >"$tmp/mixed.json" 2>"$tmp/mixed.err" ||
     bad "a mixed fleet's interval: $(head -2 "$tmp/mixed.err")"
-[ "$(sources "$tmp/mixed.json")" = "clock:0.013:0 calibration:0.012:0 transfer:0.039:0 unbounded:transfer" ] && ok ||
+[ "$(sources "$tmp/mixed.json")" = "clock:0.013:0 calibration:0.012:0 transfer:0.039:0 live-load:0.071:1 unbounded:transfer" ] && ok ||
     bad "a mixed fleet's sources: $(sources "$tmp/mixed.json")"
 # nesting, figure by figure, on one seed; and the roofline's error widening the latencies' intervals
 # beyond the calibration's

@@ -38,12 +38,12 @@ int cli_sim_parse(int argc, char **argv, struct sim_config *c);
  * over iv->runs replicates of the configuration, each drawing the sources of variance of
  * sim/data/variance.csv that the run has (an eager runtime's host, from run to run and, without
  * --host, from machine to machine; the card's clock; the calibration's held-out error, or the roofline's
- * error where no calibration prices the run; a calibration carried from another card's error; a drawn
- * decoder's streams), their central iv->level percent. A source never measured for the run's card is
+ * error where no calibration prices the run; a calibration carried from another card's error;
+ * tessera's own engine serving under load against its calibration; a drawn decoder's streams), their central iv->level percent. A source never measured for the run's card is
  * named as such (the interval then says it is not bounded), not drawn. */
 struct sim;
 enum cli_interval_source { SRC_HOST_RUN, SRC_HOST_MACHINE, SRC_CLOCK, SRC_CALIBRATION, SRC_RUNTIME_RUN, SRC_RUNTIME_MACHINE,
-                             SRC_ROOFLINE, SRC_TRANSFER, SRC_COUNT };
+                             SRC_ROOFLINE, SRC_TRANSFER, SRC_LIVE_LOAD, SRC_COUNT };
 #define CLI_INTERVAL_FIGURES 6
 struct cli_interval {
     int level, runs;                 /* set by the caller */

@@ -90,7 +90,7 @@ static int load_sources(const char *datadir, const char *gpu, struct cli_interva
 const char *cli_interval_source_name(int k)
 {
     static const char *const names[SRC_COUNT] = {"host-run", "host-machine", "clock", "calibration", "runtime-run",
-                                                 "runtime-machine", "roofline", "transfer"};
+                                                 "runtime-machine", "roofline", "transfer", "live-load"};
     return k >= 0 && k < SRC_COUNT ? names[k] : NULL;
 }
 
@@ -119,6 +119,9 @@ static int run_sources(const struct sim_config *c, const struct sim_setup *setup
     /* the roofline's own error where it prices the run; a calibration carried from another card's */
     iv->used[SRC_ROOFLINE] = !rounds && !calibrated;
     iv->used[SRC_TRANSFER] = !rounds && calibrated && !c->calib[0] && c->calib_from[0];
+    /* tessera's own engine (no eager loop's host, no runtime's rounds) priced by its calibration: its
+     * steps served back to back under load against the calibration's, profiled one at a time */
+    iv->used[SRC_LIVE_LOAD] = !rounds && calibrated && !eager;
     iv->decode = decode_needs_rng(&setup->decode);
     double h = 0, g = 0;
     for (int k = 0; k < SRC_COUNT; k++) {
