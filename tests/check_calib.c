@@ -162,6 +162,16 @@ START_TEST(beyond_the_profile_by_hand)
     const double lm = (lm_ms(2048) + lm_ms(8192) / 4) / 2 * 10000 / 2048;
     ck_assert_msg(fabs(bd.op_s[OP_LM_HEAD] * 1e3 - lm) < 1e-9 * lm, "LM head %.9g ms, by hand %.9g",
                   bd.op_s[OP_LM_HEAD] * 1e3, lm);
+    ck_assert(bd.beyond); /* (past the profile: said) */
+    /* at the largest profiled size exactly, and a row short of it: within the profile, not said */
+    for (int32_t q = 8191; q <= 8192; q++) {
+        step_desc_clear(&sd);
+        step_desc_add(&sd, &(struct segment){.q = q, .logit_rows = 0, .phase = PHASE_FULL});
+        ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
+        ck_assert_msg(!bd.beyond, "%d tokens, the profile's largest step %s, said beyond it", q, q == 8192 ? "exactly" : "less one");
+        ck_assert_int_eq(calib_step_s(c, &sd, true, &secs, &bd, &err), 0);
+        ck_assert(!bd.beyond);
+    }
     step_desc_free(&sd);
     calib_free(c);
     calib_data_free(&d);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_plan.h"
 #include "config.h"
 #include "setup.h"
 #include "sim.h"
@@ -174,6 +175,30 @@ START_TEST(engine_draws_its_load_on_the_gpu)
 }
 END_TEST
 
+START_TEST(robust_capacity_at_the_pessimistic_end)
+{
+    /* a plan's robust capacity judges each rate at its interval's pessimistic end: where the interval
+     * is wide (the roofline's own error on an H100), below the point capacity, never above it; a bound
+     * well under the queue's turn (the share within it decides, not the overload rule) */
+    char *argv[] = {"plan", "--slo", "p90=0.8s", "--tolerance", "0.02", "--gpu", "h100", "--lengths", "fixed:200,64",
+                    "--gen-len", "64", "--requests", "60", "--interval-runs", "20", "--quiet", "--no-progress", NULL};
+    struct plan_args a;
+    ck_assert_int_eq(cli_plan_parse((int)(sizeof argv / sizeof *argv) - 1, argv, false, &a), 0);
+    struct sim_config c;
+    ck_assert_int_eq(cli_sim_parse(a.nrest, a.rest, &c), 0);
+    struct ts_err err;
+    struct sim_setup setup;
+    ck_assert_msg(sim_config_validate(&c, &setup, &err) == 0, "%s", err.msg);
+    struct plan_result r;
+    ck_assert_msg(cli_plan_capacity_of(&c, &a, &r, &err) == 0, "%s", err.msg);
+    ck_assert(r.robust_done && !r.unbounded[0]);
+    ck_assert_msg(r.point.rps > 0 && r.robust.rps > 0 && r.robust.rps < r.point.rps, "robust %g req/s, point %g",
+                  r.robust.rps, r.point.rps);
+    free(r.runs);
+    cli_plan_args_free(&a);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("interval");
@@ -182,6 +207,7 @@ int main(void)
     tcase_add_test(tc, bounds_are_the_replicates_central_share);
     tcase_add_test(tc, sources_combine_by_group);
     tcase_add_test(tc, engine_draws_its_load_on_the_gpu);
+    tcase_add_test(tc, robust_capacity_at_the_pessimistic_end);
     suite_add_tcase(s, tc);
     return run_suite("interval", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -39,6 +39,30 @@ START_TEST(slo_grammar)
                                       "p50=1,p60=1,p70=1,p80=1,p90=1", "p99=1,mean=1,mean=1,mean=1,mean=1,mean=1,mean=1"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         ck_assert_msg(plan_slo_parse(bad[i], &slo, &err) == -1, "'%s' was taken", bad[i]);
+    /* as many percentile terms as the watch holds, and a mean and a first block beside them */
+    ck_assert_int_eq(plan_slo_parse("p50=1,p60=1,p70=1,p80=1,mean=1,ttft=1", &slo, &err), 0);
+    ck_assert_int_eq(slo.n, 6);
+}
+END_TEST
+
+START_TEST(misses_a_share_allows_by_hand)
+{
+    /* n - ceil(share n) of n requests may miss a pNN term's bound: 99% of 150 is 148.5, so 149 must be
+     * within and 1 may miss; 90% of 25 is 22.5: 2; 50% of 3 is 1.5: 1; 90% of 200 is 180: 20 */
+    static const struct {
+        const char *slo;
+        int64_t n, misses;
+    } by_hand[] = {{"p99=1s", 150, 1}, {"p90=1s", 25, 2}, {"p50=1s", 3, 1}, {"p90=1s", 200, 20}, {"p99.9=1s", 1000, 1}};
+    for (size_t i = 0; i < sizeof by_hand / sizeof *by_hand; i++) {
+        struct plan_slo slo;
+        struct ts_err err;
+        ck_assert_int_eq(plan_slo_parse(by_hand[i].slo, &slo, &err), 0);
+        struct sim_watch w;
+        plan_watch_of(&slo, by_hand[i].n, true, &w);
+        ck_assert_int_eq(w.n, 1);
+        ck_assert_msg(w.misses[0] == by_hand[i].misses, "%s of %lld: %lld may miss, by hand %lld", by_hand[i].slo,
+                      (long long)by_hand[i].n, (long long)w.misses[0], (long long)by_hand[i].misses);
+    }
 }
 END_TEST
 
@@ -194,6 +218,26 @@ END_TEST
 
 START_TEST(watch_counts_as_the_summary_does)
 {
+    /* a workload some of whose requests the model cannot hold (ShareGPT's longest prompts past
+     * LLaDA2.0-mini's positions): each rejected one a miss, as the summary's --slo share counts it */
+    {
+        struct sim_config c;
+        test_config(&c);
+        struct ts_err err;
+        ck_assert_msg(preset_apply("sglang", &c, &err) == 0, "%s", err.msg);
+        snprintf(c.gpu, sizeof c.gpu, "h200");
+        c.requests = 300, c.rps = 0.5, c.slo = 30;
+        snprintf(c.cost, sizeof c.cost, "calibrated"); /* (as tessera sim resolves the preset on its card) */
+        c.extrapolate = true;
+        struct sim_setup setup;
+        ck_assert_msg(sim_config_validate(&c, &setup, &err) == 0, "%s", err.msg);
+        struct plan_slo slo = {.n = 1, .t = {{.kind = TERM_SHARE, .share = 0.5, .bound_s = 30}}};
+        struct plan_run r;
+        ck_assert_msg(plan_judge(&c, &slo, false, &r, &err) == 0, "%s", err.msg);
+        ck_assert_int_gt(r.m.num_rejected, 0);
+        ck_assert_double_eq_tol(r.value[0], (double)r.m.slo_met / (double)r.m.num_requests, 1e-12);
+        ck_assert(r.value[0] <= 1 - (double)r.m.num_rejected / (double)r.m.num_requests);
+    }
     /* the watch's misses of a bound (plan_judge's shares) against the summary's --slo count of the
      * requests within it: two paths, one number */
     struct sim_config c;
@@ -312,6 +356,7 @@ int main(void)
     TCase *tc = tcase_create("plan");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, slo_grammar);
+    tcase_add_test(tc, misses_a_share_allows_by_hand);
     tcase_add_test(tc, search_finds_a_known_capacity);
     tcase_add_test(tc, terms_of_a_summary);
     tcase_add_test(tc, saturated_server_capacity_in_closed_form);

@@ -2089,6 +2089,17 @@ for j in 1 2; do
     expect 0 "plan size --jobs $j" -- "$bin" plan size "${size[@]}" --jobs "$j" --out "$tmp/plan-$j"
 done
 cmp -s "$tmp/plan-1/plan.csv" "$tmp/plan-2/plan.csv" && ok || bad "plan size: --jobs 1 and 2 differ"
+# the front by its definition, by hand: a ranked candidate is on it where no other is as cheap, as fast at
+# the load and as accurate, and better in one
+python3 - "$tmp/plan-1/plan.csv" <<'PY' && ok || bad "plan size: the front is not the candidates no other dominates"
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["status"] == "ranked"]
+key = lambda r: (float(r["usd_per_hour"]), float(r["p99_s"]), -float(r["accuracy"]))
+dominated = lambda a, b: all(x <= y for x, y in zip(key(a), key(b))) and key(a) != key(b)
+assert len(rows) >= 2
+for r in rows:
+    assert (r["front"] == "1") == (not any(dominated(o, r) for o in rows if o is not r)), r["candidate"]
+PY
 contains "plan size --jobs 2" "4 candidates"
 # the cheapest as planned: its run file, run by tessera sim, holds the SLO at the load
 first=$(awk -F, 'NR == 2 && $3 == "ranked" { print $15 }' "$tmp/plan-1/plan.csv")
