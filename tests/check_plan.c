@@ -101,6 +101,17 @@ START_TEST(search_finds_a_known_capacity)
             /* doubling or halving to the bracket, then bisection: logarithmic, not linear, in the range */
             ck_assert_int_le(c.probes, 16 + (int)ceil(log2(1 / tols[j])) + 2);
         }
+    /* the stop, over capacities spread across the range: the rate that missed within the tolerance of the
+     * one that held, relative to it (plan.h), however the last halving falls */
+    for (int i = 0; i < 400; i++) {
+        struct toy t = {0.013 * pow(1.021, i), 0};
+        struct plan_search o = {.start_rps = 1, .tolerance = 0.1, .min_rps = 1e-3, .max_rps = 1e4};
+        struct plan_capacity c;
+        struct ts_err err;
+        ck_assert_int_eq(plan_capacity(&o, toy_judge, &t, &c, &err), 0);
+        ck_assert_msg(c.rps <= t.cap && c.failed_rps > t.cap && c.failed_rps - c.rps <= 0.1 * c.rps,
+                      "C %g: held %g, failed %g", t.cap, c.rps, c.failed_rps);
+    }
     /* a capacity beyond the range: every rate up to the most held; below it: none */
     struct toy hi = {1e9, 0}, lo = {1e-9, 0};
     struct plan_search o = {.start_rps = 1, .tolerance = 0.02, .min_rps = 0.01, .max_rps = 100};

@@ -389,6 +389,15 @@ mutations=(
     "--max-new-tokens not rounded down to whole blocks|sim/sim_requests.c|            g = TS_MIN(g, c->max_new_tokens / c->block * c->block);|            g = TS_MIN(g, c->max_new_tokens);|check_sim"
     "a request of exactly the model's positions left out of the workload's longest|sim/sim_requests.c|        if (P + G <= s->model.max_pos)|        if (P + G < s->model.max_pos)|check_sim"
     "tokens decoded counted as G under --early-stop|sim/sim_requests.c|        s->sum.tokens_decoded += r->decoded_total;|        s->sum.tokens_decoded += r->G;|check_sim"
+    "a plan's SLO refuses the fourth percentile term the watch holds|sim/plan/plan.c|            if (++share_terms > SIM_WATCH_MAX)|            if (++share_terms >= SIM_WATCH_MAX)|check_plan"
+    "the misses a share allows rounded the wrong way|sim/plan/plan.c|(int64_t)ceil(slo->t[k].share * (double)n - 1e-9)|(int64_t)floor(slo->t[k].share * (double)n - 1e-9)|check_plan"
+    "the capacity search's tolerance taken relative to the rate that missed|sim/plan/plan.c|(failed - held) > o->tolerance * held)|(failed - held) > o->tolerance * failed)|check_plan"
+    "a rejected request no miss of a plan's bound|sim/sim_requests.c|r->state == REQ_REJECTED \x7c\x7c (double)(r->finish_ns|(double)(r->finish_ns|check_plan"
+    "the early stop at late requests merely as many as the misses left|sim/sim_requests.c|TS_MIN(room, INT64_MAX - 1) + 1) > room) {|TS_MIN(room, INT64_MAX - 1) + 1) >= room) {|check_plan"
+    "the robust verdict at each interval's optimistic end|sim/cli/cli_plan.c|share ? tail : 1 - tail|share ? 1 - tail : tail|sh:plan_test"
+    "equal accuracy lets no plan candidate dominate another|sim/cli/cli_plan_size.c|a->p99_s <= b->p99_s \x26\x26 a->accuracy >= b->accuracy|a->p99_s <= b->p99_s \x26\x26 a->accuracy > b->accuracy|sh:plan_test"
+    "a step at the calibration's largest profiled size said beyond it|sim/cost/calib_price.c|    if (x > c->x[c->n - 1]) {|    if (x >= c->x[c->n - 1]) {|check_calib"
+    "a round within the measured graphs said beyond them where extrapolation is allowed|sim/cost/rounds.c|    *beyond = !within \x7c\x7c k / n > f->kv_max;|    *beyond = !ok \x7c\x7c k / n > f->kv_max;|check_rounds"
 )
 
 # the build's compile line for a file, and the suites' link line, as the Makefile gives them

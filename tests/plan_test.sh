@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2015 # CHECK && ok || bad WHAT: ok and bad always succeed, so one of them runs
+# plan_test.sh: tessera plan as a user meets it (sim/docs/plan.md): help texts, the SLO's and the space's
+# errors naming their term, file and line, and the plans against tessera sim itself: at the found
+# capacity the SLO held and at the rate that missed it not, the robust capacity below the point where
+# the interval is wide, --jobs 1 and 2 alike, the front by its definition, the cheapest's run file
+# holding the SLO at the load.
+# Usage: plan_test.sh PATH/TO/tessera    Prints "plan: N passed, M failed".
+set -u
+bin=${1:?usage: plan_test.sh PATH/TO/tessera}
+TEST=plan
+source "$(dirname "$0")/lib_cli.sh"
+
+# tessera plan: capacity and size (sim/docs/plan.md) on a quick configuration: SGLang's preset on an
+# H200, fixed lengths and decoder, 200 requests
+quick=(--system sglang --gpu h200 --lengths "fixed:128,64" --gen-len 64 --decode fixed:2 --requests 200)
+expect 2 "plan, no subcommand" -- "$bin" plan
+expect 0 "plan --help" -- "$bin" plan --help
+contains "plan --help" "capacity"
+expect 0 "plan capacity --help" -- "$bin" plan capacity --help
+contains "plan capacity --help" "--confidence P"
+expect 2 "plan capacity without --slo" -- "$bin" plan capacity "${quick[@]}"
+contains "plan capacity without --slo" "--slo SPEC is required"
+expect 2 "plan capacity, a bad term" -- "$bin" plan capacity --slo p99=5s,median=2s "${quick[@]}"
+contains "plan capacity, a bad term" "unknown term 'median'"
+expect 2 "plan capacity, a bad time" -- "$bin" plan capacity --slo p99=5x "${quick[@]}"
+contains "plan capacity, a bad time" "'5x' is not a time"
+expect 2 "plan capacity, a bad sim option" -- "$bin" plan capacity --slo p99=5s --gpu nosuchcard --requests 5
+expect 2 "plan capacity --executor gpu" -- "$bin" plan capacity --slo p99=5s --executor gpu "${quick[@]}"
+contains "plan capacity --executor gpu" "a plan searches with the cost model"
+expect 2 "plan capacity --db" -- "$bin" plan capacity --slo p99=5s --db "$tmp/plan.db" "${quick[@]}"
+[ ! -e "$tmp/plan.db" ] && ok || bad "plan capacity --db: a database was made"
+expect 0 "plan capacity --json" -- "$bin" plan capacity --slo p90=2s --confidence 0 --json "${quick[@]}"
+cap=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+held = [p["rps"] for p in d["probes"] if p["held"]]; missed = [p["rps"] for p in d["probes"] if not p["held"]]
+assert d["capacity_rps"] == max(held) and d["failed_rps"] == min(m for m in missed if m > max(held))
+assert d["failed_rps"] - d["capacity_rps"] <= 0.02 * d["capacity_rps"] and d["robust_rps"] is None
+print(d["capacity_rps"], d["failed_rps"])' "$tmp/out") && ok || bad "plan capacity --json: capacity not the highest held probe within 2%"
+# tessera sim itself at the capacity: 90% within 2 s, not overloaded; at the rate that missed: not both
+read -r held missed <<<"$cap"
+for r in "$held" "$missed"; do
+    expect 0 "plan capacity, sim at $r" -- "$bin" sim "${quick[@]}" --rps "$r" --slo 2 --json --quiet
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(int(d["slo_attainment"] >= 0.9 and not d["overloaded"]))' \
+        "$tmp/out" >"$tmp/verdict.$r"
+done
+[ "$(cat "$tmp/verdict.$held")$(cat "$tmp/verdict.$missed")" = 10 ] && ok ||
+    bad "plan capacity: tessera sim does not hold the SLO at $held and miss it at $missed"
+expect 0 "plan capacity, robust" -- "$bin" plan capacity --slo p90=2s --interval-runs 10 "${quick[@]}"
+contains "plan capacity, robust" "at 90% confidence"
+
+# the robust capacity at the interval's pessimistic end: below the point where the interval is wide (the
+# roofline on an H100) and a bound under the queue's turn decides
+expect 0 "plan capacity, robust below the point" -- "$bin" plan capacity --slo p90=0.8s --gpu h100 \
+    --lengths "fixed:200,64" --gen-len 64 --requests 60 --interval-runs 20 --json
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert 0 < d["robust_rps"] < d["capacity_rps"]' \
+    "$tmp/out" && ok || bad "plan capacity: the robust capacity not below the point ($(head -c 200 "$tmp/out"))"
+
+printf '# two cards, two caps\n--gpu h200 h100\n--max-running-requests 1 8\n' >"$tmp/space.txt"
+size=(--rps 6 --slo p90=2s --space "$tmp/space.txt" --confidence 0 --rounds-host h200 "${quick[@]}")
+expect 0 "plan size --help" -- "$bin" plan size --help
+contains "plan size --help" "--space FILE"
+expect 2 "plan size without --rps" -- "$bin" plan size --slo p90=2s --space "$tmp/space.txt" "${quick[@]}"
+contains "plan size without --rps" "--rps R (the load) is required"
+printf -- '--gpu h200\n--rps 1 2\n' >"$tmp/space-bad.txt"
+expect 2 "plan size, a space varying --rps" -- "$bin" plan size --rps 6 --slo p90=2s --space "$tmp/space-bad.txt" "${quick[@]}"
+contains "plan size, a space varying --rps" "space-bad.txt:2: --rps: a plan sets it itself"
+printf -- '--gpu h200\nmax-running-requests 1\n' >"$tmp/space-bad.txt"
+expect 2 "plan size, a space line without --" -- "$bin" plan size --rps 6 --slo p90=2s --space "$tmp/space-bad.txt" "${quick[@]}"
+contains "plan size, a space line without --" "space-bad.txt:2: 'max-running-requests' is not an option"
+printf -- '--gpu h200 nosuchcard\n' >"$tmp/space-bad.txt"
+expect 2 "plan size, a bad value" -- "$bin" plan size --rps 6 --slo p90=2s --space "$tmp/space-bad.txt" "${quick[@]}"
+contains "plan size, a bad value" "candidate 2 (gpu=nosuchcard)"
+printf 'gpu,usd_per_hour,date,source\nh200,free,2026-11-29,x\n' >"$tmp/prices-bad.csv"
+expect 2 "plan size, a bad price" -- "$bin" plan size "${size[@]}" --prices "$tmp/prices-bad.csv"
+contains "plan size, a bad price" "prices-bad.csv:2: usd_per_hour: 'free' is not a price"
+mkdir -p "$tmp/plan-full" && : >"$tmp/plan-full/x"
+expect 2 "plan size --out, not empty" -- "$bin" plan size "${size[@]}" --out "$tmp/plan-full"
+contains "plan size --out, not empty" "is not empty (--force writes over it)"
+for j in 1 2; do
+    expect 0 "plan size --jobs $j" -- "$bin" plan size "${size[@]}" --jobs "$j" --out "$tmp/plan-$j"
+done
+cmp -s "$tmp/plan-1/plan.csv" "$tmp/plan-2/plan.csv" && ok || bad "plan size: --jobs 1 and 2 differ"
+# the front by its definition, by hand: a ranked candidate is on it where no other is as cheap, as fast at
+# the load and as accurate, and better in one
+python3 - "$tmp/plan-1/plan.csv" <<'PY' && ok || bad "plan size: the front is not the candidates no other dominates"
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["status"] == "ranked"]
+key = lambda r: (float(r["usd_per_hour"]), float(r["p99_s"]), -float(r["accuracy"]))
+dominated = lambda a, b: all(x <= y for x, y in zip(key(a), key(b))) and key(a) != key(b)
+assert len(rows) >= 2
+for r in rows:
+    assert (r["front"] == "1") == (not any(dominated(o, r) for o in rows if o is not r)), r["candidate"]
+PY
+contains "plan size --jobs 2" "4 candidates"
+# the cheapest as planned: its run file, run by tessera sim, holds the SLO at the load
+first=$(awk -F, 'NR == 2 && $3 == "ranked" { print $15 }' "$tmp/plan-1/plan.csv")
+expect 0 "plan size, the cheapest's run file" -- "$bin" sim --config "$tmp/plan-1/$first" --slo 2 --json --quiet
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["slo_attainment"] >= 0.9 and not d["overloaded"]' \
+    "$tmp/out" && ok || bad "plan size: the cheapest's run file does not hold p90 2 s at 6 req/s"
+# a floor no candidate's decoder publishes: none ranked, each said
+expect 0 "plan size --accuracy" -- "$bin" plan size "${size[@]}" --accuracy "gsm8k>=50"
+contains "plan size --accuracy" "its decoder publishes no accuracy on gsm8k"
+
+finish
