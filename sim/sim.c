@@ -717,9 +717,6 @@ void sim_get_summary(const struct sim *s, struct sim_summary *out)
     out->act_reserved_bytes = s->act_reserved;
     out->prompt_evicted = s->prompts ? prompt_cache_evicted(s->prompts) : 0;
     out->redundancy = s->sum.step_decoded > 0 ? (double)s->sum.rows_processed / (double)s->sum.step_decoded : 0;
-    out->concurrency_cap = s->sched->cap_param ? (int32_t)sim_sched_param(s, s->sched->cap_param, 0) : -1;
-    snprintf(out->concurrency_option, sizeof out->concurrency_option, "%s%s", s->sched->cap_param ? "--" : "",
-             s->sched->cap_param ? s->sched->cap_param : "");
     double span = (double)out->makespan_ns * 1e-9;
     /* the steps' energy, and the GPUs' idle draw between them */
     out->idle_w = sim_gpus(s) * s->gpu.idle_w;

@@ -408,6 +408,10 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
         s->sched->init(s, err) || prompts_setup(s, fed, err))
         goto fail;
     s->sum.num_requests = s->num_reqs;
+    /* the scheduler's cap on requests running at once, as given (the summary's) */
+    s->sum.concurrency_cap = s->sched->cap_param ? (int32_t)sim_sched_param(s, s->sched->cap_param, 0) : -1;
+    snprintf(s->sum.concurrency_option, sizeof s->sum.concurrency_option, "%s%s", s->sched->cap_param ? "--" : "",
+             s->sched->cap_param ? s->sched->cap_param : "");
     return s;
 fail:
     sim_destroy(s);
