@@ -292,6 +292,16 @@ static int op_scales(struct sim *s, const struct sim_config *cfg, struct ts_err 
     return 0;
 }
 
+
+/* What the summary knows before the run: the workload's requests, and the scheduler's cap on requests
+ * running at once as given (its cap_param; -1 where it has none). */
+static void summary_at_create(struct sim *s)
+{
+    s->sum.num_requests = s->num_reqs;
+    s->sum.concurrency_cap = s->sched->cap_param ? (int32_t)sim_sched_param(s, s->sched->cap_param, 0) : -1;
+    snprintf(s->sum.concurrency_option, sizeof s->sum.concurrency_option, "%s%s", s->sched->cap_param ? "--" : "",
+             s->sched->cap_param ? s->sched->cap_param : "");
+}
 /* sim_create, or with fed its requests fed to it (sim_create_fed). */
 static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct ts_err *err)
 {
@@ -407,11 +417,7 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
              : build_workload(s, err) || sim_requests_open(s, err)) ||
         s->sched->init(s, err) || prompts_setup(s, fed, err))
         goto fail;
-    s->sum.num_requests = s->num_reqs;
-    /* the scheduler's cap on requests running at once, as given (the summary's) */
-    s->sum.concurrency_cap = s->sched->cap_param ? (int32_t)sim_sched_param(s, s->sched->cap_param, 0) : -1;
-    snprintf(s->sum.concurrency_option, sizeof s->sum.concurrency_option, "%s%s", s->sched->cap_param ? "--" : "",
-             s->sched->cap_param ? s->sched->cap_param : "");
+    summary_at_create(s);
     return s;
 fail:
     sim_destroy(s);
