@@ -224,12 +224,12 @@ int plan_judge_robust(const struct sim_config *base, const struct plan_slo *slo,
         return ts_fail(err, "a robust capacity is judged on one instance (a fleet's is not)");
     struct sim_setup setup;
     struct robust r = {.slo = slo, .runs = runs};
-    if (sim_config_validate(&c, &setup, err) || plan_workload_size(&c, &r.n, err))
-        return -1;
-    /* the point run first: an overloaded configuration holds nothing, whatever its replicates */
+    /* the point run first: an overloaded configuration holds nothing, whatever its replicates; its
+     * summary holds the workload's requests, stopped or not */
     struct plan_run point;
-    if (plan_judge(&c, slo, true, &point, err))
+    if (sim_config_validate(&c, &setup, err) || plan_judge(&c, slo, true, &point, err))
         return -1;
+    r.n = point.m.num_requests;
     struct cli_interval iv = {.level = level, .runs = runs, .each = robust_each, .each_ctx = &r};
     r.value = xcalloc((size_t)runs * PLAN_TERMS, sizeof *r.value);
     if (!point.held) {

@@ -118,19 +118,6 @@ void plan_watch_of(const struct plan_slo *slo, int64_t n, bool stop, struct sim_
         }
 }
 
-/* The requests a configuration's workload holds (its --requests, else the trace's). */
-int plan_workload_size(const struct sim_config *c, int64_t *n, struct ts_err *err)
-{
-    struct sim *s = sim_create(c, err);
-    if (!s)
-        return -1;
-    struct sim_summary m;
-    sim_get_summary(s, &m);
-    *n = m.num_requests;
-    sim_destroy(s);
-    return 0;
-}
-
 /* A --replicas fleet of c, run to its end (cli_fleet.c's, without a fleet file or autoscaler). */
 static int fleet_summary(const struct sim_config *c, struct sim_summary *out, struct ts_err *err)
 {

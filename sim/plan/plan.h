@@ -82,7 +82,5 @@ int plan_capacity(const struct plan_search *o, plan_judge_fn judge, void *ctx, s
  * the misses it allows (a share s of n within the bound: n - ceil(s n) may miss it); stop: the run
  * stops once certain to miss one. */
 void plan_watch_of(const struct plan_slo *slo, int64_t n, bool stop, struct sim_watch *w);
-/* The requests c's workload holds (its --requests, else its trace's). */
-int plan_workload_size(const struct sim_config *c, int64_t *n, struct ts_err *err);
 
 #endif
