@@ -13,6 +13,7 @@
 #     UBSan (built here, host code only) and the command line so built fed hostile run files and
 #     databases (sanitized_cli_test.sh, leaks included), the planted bugs (mutate.sh), a share a lane,
 #     the command-line checks that read ../shared's real traces or run longest (full_cli_test.sh),
+#     tessera plan's capacities on 20 configurations drawn at random (plan_random_test.sh),
 #     and the database's 60 interrupted runs where the fast door takes 20.
 # A line of progress at least every 30 s, one line a part when it ends (its failures under it), and
 # one closing line "check: N passed, M failed" summed over every part.
@@ -108,8 +109,9 @@ if [ "$door" = fast ]; then
     part hostile bash "$here/hostile/hostile_test.sh" "$bin"
     part rules bash "$here/rules_test.sh" "$bin"
 else
-    echo "check: lane A: the longest and ../shared's command-line checks, the database's 60 interrupted runs, two fifths of the planted bugs; lane B: the sanitizers, the other three fifths"
+    echo "check: lane A: the longest and ../shared's command-line checks, 20 random plans, the database's 60 interrupted runs, two fifths of the planted bugs; lane B: the sanitizers, the other three fifths"
     part full-cli bash "$here/full_cli_test.sh" "$bin"
+    part plan-random bash "$here/plan_random_test.sh" "$bin"
     part db bash "$here/db_test.sh" "$bin" 60
     BUILD=$build SHARD=2,4/5 part mutate-2 bash "$here/mutate.sh"
 fi

@@ -75,7 +75,7 @@ expect 2 "plan size, a bad price" -- "$bin" plan size "${size[@]}" --prices "$tm
 contains "plan size, a bad price" "prices-bad.csv:2: usd_per_hour: 'free' is not a price"
 mkdir -p "$tmp/plan-full" && : >"$tmp/plan-full/x"
 expect 2 "plan size --out, not empty" -- "$bin" plan size "${size[@]}" --out "$tmp/plan-full"
-contains "plan size --out, not empty" "is not empty (--force writes over it)"
+contains "plan size --out, not empty" "holds files of something else (--force starts this plan over in it)"
 for j in 1 2; do
     expect 0 "plan size --jobs $j" -- "$bin" plan size "${size[@]}" --jobs "$j" --out "$tmp/plan-$j"
 done
@@ -97,6 +97,74 @@ first=$(awk -F, 'NR == 2 && $3 == "ranked" { print $15 }' "$tmp/plan-1/plan.csv"
 expect 0 "plan size, the cheapest's run file" -- "$bin" sim --config "$tmp/plan-1/$first" --slo 2 --json --quiet
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["slo_attainment"] >= 0.9 and not d["overloaded"]' \
     "$tmp/out" && ok || bad "plan size: the cheapest's run file does not hold p90 2 s at 6 req/s"
+# the plan's database: a candidate a run (its summary the confirming fleet's), its row in plan_candidates as
+# plan.csv ranks it; tessera's own database, checked, exported and merged as any
+expect 0 "plan size: db check plan.db" -- "$bin" db check "$tmp/plan-1/plan.db"
+expect 0 "plan size: db export plan" -- "$bin" db export "$tmp/plan-1/plan.db" plan --out "$tmp/plan-1.csv"
+python3 - "$tmp/plan-1/plan.csv" "$tmp/plan-1.csv" <<'PY' && ok || bad "plan size: plan.db's rows are not plan.csv's"
+import csv, sys
+plan = {r["run_file"].split("-")[-1].split(".")[0]: r for r in csv.DictReader(open(sys.argv[1]))}
+rows = {r["candidate"]: r for r in csv.DictReader(open(sys.argv[2]))}
+assert sorted(plan) == sorted(rows) and len(rows) == 4
+for k, r in rows.items():
+    p = plan[k]
+    assert int(r["rank"]) == int(p["rank"]) and r["front"] == p["front"] and r["replicas"] == p["replicas"], k
+    assert abs(float(r["usd_per_hour"] or 0) - float(p["usd_per_hour"])) < 1e-3 * float(p["usd_per_hour"]), k
+    assert r["label"].replace(",", ";") == p["candidate"] and r["plan"] == rows["1"]["plan"], k
+PY
+expect 0 "plan size: db export runs" -- "$bin" db export "$tmp/plan-1/plan.db" runs --out "$tmp/plan-1-runs.csv"
+python3 - "$tmp/plan-1-runs.csv" "$tmp/plan-1.csv" <<'PY' && ok || bad "plan size: a candidate's run is not its fleet at the load"
+import csv, json, sys
+runs = {r["run_id"]: r for r in csv.DictReader(open(sys.argv[1]))}
+for c in csv.DictReader(open(sys.argv[2])):
+    r = runs[c["run_id"]]; cfg = json.loads(r["config_json"])
+    assert cfg["rps"] == 6 and cfg["replicas"] == int(c["replicas"]), c["candidate"]
+    assert abs(float(r["lat_p99_s"]) - float(c["p99_s"])) < 1e-9 and r["overloaded"] == "0", c["candidate"]
+PY
+# another load into that folder: refused, naming the plan; --force starts it over
+expect 2 "plan size, another plan's folder" -- "$bin" plan size "${size[@]}" --rps 7 --out "$tmp/plan-1"
+contains "plan size, another plan's folder" "holds another plan (its plan.key differs"
+# another price table: the plan goes on, its candidates kept, ranked anew (the H100 now the dearer)
+printf 'gpu,usd_per_hour,date,source\nh200,1,2026-11-29,test\nh100,5,2026-11-29,test\n' >"$tmp/prices-test.csv"
+expect 0 "plan size, new prices" -- "$bin" plan size "${size[@]}" --jobs 1 --out "$tmp/plan-1" --prices "$tmp/prices-test.csv"
+contains "plan size, new prices" "0 sized in"
+contains "plan size, new prices" "4 kept from"
+awk -F, '$3 == "ranked" && $1 == 1 { exit !($2 ~ /gpu=h200/ && $4 == 1) } END { }' "$tmp/plan-1/plan.csv" && ok ||
+    bad "plan size, new prices: the cheapest is not an H200 at 1 USD an hour"
+# killed outright while sizing, the plan goes on: the candidates sized kept, the plan the one run through
+printf -- '--gpu h200 h100\n--max-running-requests 1 2 4 8\n' >"$tmp/space8.txt"
+size8=(--rps 6 --slo p90=2s --space "$tmp/space8.txt" --confidence 0 --rounds-host h200 "${quick[@]}")
+expect 0 "plan size, run through" -- "$bin" plan size "${size8[@]}" --jobs 2 --out "$tmp/plan-8"
+"$bin" plan size "${size8[@]}" --jobs 1 --out "$tmp/plan-k" >/dev/null 2>&1 &
+victim=$!
+python3 - "$tmp/plan-k/plan.db" <<'PY' || bad "plan size: no candidate reached the database before the kill"
+import os, sqlite3, sys, time
+for _ in range(600):
+    try:
+        if os.path.exists(sys.argv[1]) and sqlite3.connect(sys.argv[1]).execute(
+                "SELECT count(*) FROM plan_candidates").fetchone()[0] >= 2:
+            break
+    except sqlite3.Error:
+        pass
+    time.sleep(0.02)
+PY
+pkill -KILL -P "$victim" 2>/dev/null; kill -KILL "$victim" 2>/dev/null; wait "$victim" 2>/dev/null
+expect 0 "plan size, after a kill" -- "$bin" plan size "${size8[@]}" --jobs 1 --out "$tmp/plan-k"
+grep -Eq "space .*8 candidates, [1-6] sized in .* [2-7] kept from" "$tmp/out" && ok ||
+    bad "plan size, after a kill: not gone on with the candidates sized ($(grep space "$tmp/out"))"
+cmp -s "$tmp/plan-8/plan.csv" "$tmp/plan-k/plan.csv" && ok || bad "plan size: the plan gone on after a kill differs"
+# a Slurm array's shards, each run as its task would be, then merged and ranked: the plan run through
+expect 0 "plan size --slurm" -- "$bin" plan size "${size8[@]}" --slurm --jobs 3 --out "$tmp/plan-s"
+contains "plan size --slurm" "8 candidates in 3 shards"
+for k in 1 2 3; do
+    SLURM_ARRAY_TASK_ID=$k bash "$tmp/plan-s/plan.sbatch" >"$tmp/out" 2>&1 && ok || bad "plan.sbatch task $k failed: $(cat "$tmp/out")"
+done
+expect 0 "plan size, the shards merged" -- "$bin" plan size "${size8[@]}" --out "$tmp/plan-s"
+contains "plan size, the shards merged" "8 kept from"
+cmp -s "$tmp/plan-8/plan.csv" "$tmp/plan-s/plan.csv" && ok || bad "plan size: the plan from shards differs"
+expect 2 "plan size --shard without --out" -- "$bin" plan size "${size8[@]}" --shard 1/2
+expect 2 "plan size, a bad --shard" -- "$bin" plan size "${size8[@]}" --shard 3/2 --out "$tmp/plan-s"
+contains "plan size, a bad --shard" "is not K/N"
 # a floor no candidate's decoder publishes: none ranked, each said
 expect 0 "plan size --accuracy" -- "$bin" plan size "${size[@]}" --accuracy "gsm8k>=50"
 contains "plan size --accuracy" "its decoder publishes no accuracy on gsm8k"

@@ -137,5 +137,7 @@ int cli_check_out_file(const char *cmd, const char *path, bool force);
 struct ts_err;
 typedef int (*cli_line_fn)(void *ctx, const char *path, int line, char *text, struct ts_err *err);
 int cli_text_lines(FILE *f, const char *path, cli_line_fn fn, void *ctx, struct ts_err *err);
+/* word for a POSIX shell: between single quotes, each of its own written '\'' (any byte else as it is). */
+void cli_shell_quote(FILE *to, const char *word);
 
 #endif

@@ -128,3 +128,14 @@ int cli_text_lines(FILE *f, const char *path, cli_line_fn fn, void *ctx, struct 
         rc = ts_fail(err, "%s: read error after line %d", path, line);
     return rc;
 }
+
+void cli_shell_quote(FILE *to, const char *word)
+{
+    fputc('\'', to);
+    for (; *word; word++)
+        if (*word == '\'')
+            fputs("'\\''", to);
+        else
+            fputc(*word, to);
+    fputc('\'', to);
+}

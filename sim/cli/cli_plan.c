@@ -40,9 +40,13 @@ static const struct plan_opt {
                            "includes its power)", true},
     {"--max-replicas", "N", "the most replicas a candidate may take (default 64)", true},
     {"--jobs", "N", "candidates sized at once (default: the cores)", true},
-    {"--out", "DIR", "write the plan there: plan.csv, a run file a candidate, pareto.png (refused where DIR "
-                     "holds something, unless --force)", true},
-    {"--force", NULL, "write into a --out folder that holds files", true},
+    {"--out", "DIR", "write the plan there: plan.db, plan.csv, a run file a candidate, pareto.png; run again, a plan "
+                     "goes on with the candidates its plan.db holds", true},
+    {"--force", NULL, "start the plan over in a --out folder that holds files (another plan's, or this one's)", true},
+    {"--slurm", NULL, "write --out's plan.sbatch, a Slurm job array of --jobs shards (default 32), and stop; "
+                      "then the same command without --slurm merges their candidates and ranks them", true},
+    {"--shard", "K/N", "size every N-th candidate from the K-th into --out's shards/shard-K.db, and stop "
+                       "(what plan.sbatch runs)", true},
 };
 
 static const struct plan_opt *plan_opt_find(const char *word, bool size)
@@ -164,6 +168,15 @@ int cli_plan_parse(int argc, char **argv, bool size, struct plan_args *a)
             a->out = v;
         } else if (strcmp(n, "--force") == 0) {
             a->force = true;
+        } else if (strcmp(n, "--slurm") == 0) {
+            a->slurm = true;
+        } else if (strcmp(n, "--shard") == 0) {
+            int k = 0, m = 0, used = 0;
+            if (sscanf(v, "%d/%d%n", &k, &m, &used) != 2 || v[used] || m < 1 || m > 100000 || k < 1 || k > m) {
+                fprintf(stderr, "tessera plan: --shard: '%s' is not K/N with 1 <= K <= N\n", v);
+                return -1;
+            }
+            a->shard = k, a->shards = m;
         }
     }
     a->rest[a->nrest] = NULL;

@@ -20,7 +20,8 @@ struct plan_args {
     double acc_min; /* acc_task "": no floor */
     double kwh_price;
     int max_replicas, jobs;
-    bool force;
+    bool force, slurm;
+    int shard, shards; /* --shard K/N: the candidates i with i % N == K - 1 (shards 0: all) */
     char **rest;
     int nrest;
 };

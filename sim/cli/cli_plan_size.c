@@ -22,111 +22,13 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cli_plan.h"
+#include "cli_plan_size.h"
 #include "gpu.h"
 #include "model.h"
 #include "plan.h"
 #include "presets.h"
 #include "setup.h"
 #include "whole.h"
-
-#define SPACE_LINES 16
-#define SPACE_VALUES 64
-#define SPACE_MAX 10000 /* candidates */
-
-/* --- the space -------------------------------------------------------------------------------- */
-
-struct space {
-    int n;                                  /* lines */
-    char name[SPACE_LINES][64];             /* --NAME */
-    char *value[SPACE_LINES][SPACE_VALUES];
-    int count[SPACE_LINES];
-    long total;                             /* candidates */
-};
-
-/* The options a space may not vary: the plan's own, or what it sets itself. */
-static const char *const space_refused[] = {"--replicas", "--rps", "--db", "--append", "--replace", "--executor",
-                                            "--interval", "--interval-runs", "--config", "--fleet", "--autoscale",
-                                            "--json", "--json-wall", "--quiet", "--progress", "--slo"};
-
-static int space_line(void *ctx, const char *path, int line, char *text, struct ts_err *err)
-{
-    struct space *sp = ctx;
-    char *save = NULL, *tok = strtok_r(text, " \t", &save);
-    if (!tok)
-        return 0;
-    if (strncmp(tok, "--", 2) != 0 || !tok[2])
-        return ts_fail(err, "%s:%d: '%s' is not an option (a line is --NAME VALUE...)", path, line, tok);
-    const char *opt = cli_sim_option(tok);
-    if (!opt)
-        return ts_fail(err, "%s:%d: %s: not an option of tessera sim (or an abbreviation of several)", path, line, tok);
-    for (size_t i = 0; i < TS_ARRAY_LEN(space_refused); i++)
-        if (strcmp(opt, space_refused[i] + 2) == 0)
-            return ts_fail(err, "%s:%d: --%s: a plan sets it itself or takes it on its command line, not from the space",
-                           path, line, opt);
-    for (int i = 0; i < sp->n; i++)
-        if (strcmp(sp->name[i] + 2, opt) == 0)
-            return ts_fail(err, "%s:%d: --%s: a second line for it", path, line, opt);
-    if (sp->n == SPACE_LINES)
-        return ts_fail(err, "%s:%d: more than %d lines", path, line, SPACE_LINES);
-    const int k = sp->n;
-    snprintf(sp->name[k], sizeof sp->name[k], "--%s", opt);
-    for (tok = strtok_r(NULL, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-        if (sp->count[k] == SPACE_VALUES)
-            return ts_fail(err, "%s:%d: --%s: more than %d values", path, line, opt, SPACE_VALUES);
-        sp->value[k][sp->count[k]++] = xstrdup(tok);
-    }
-    if (sp->count[k] == 0)
-        return ts_fail(err, "%s:%d: --%s: no value", path, line, opt);
-    sp->n++;
-    sp->total *= sp->count[k];
-    if (sp->total > SPACE_MAX)
-        return ts_fail(err, "%s:%d: more than %d candidates", path, line, SPACE_MAX);
-    return 0;
-}
-
-static void space_free(struct space *sp)
-{
-    for (int i = 0; i < sp->n; i++)
-        for (int j = 0; j < sp->count[i]; j++)
-            free(sp->value[i][j]);
-}
-
-/* Candidate i's value index on line k (the last line varying fastest, as exp sweep's). */
-static int value_at(const struct space *sp, long i, int k)
-{
-    long stride = 1;
-    for (int j = sp->n - 1; j > k; j--)
-        stride *= sp->count[j];
-    return (int)(i / stride % sp->count[k]);
-}
-
-/* Candidate i's label ("gpu=h100 threshold=0.9") into buf. */
-static const char *label_of(const struct space *sp, long i, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    for (int k = 0; k < sp->n; k++)
-        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s=%s", k ? " " : "", sp->name[k] + 2,
-                 sp->value[k][value_at(sp, i, k)]);
-    return buf;
-}
-
-/* Candidate i's configuration: the command line's sim options, then its values. 0, or the parser's
- * nonzero (said on stderr by it). */
-static int config_of(const struct plan_args *a, const struct space *sp, long i, struct sim_config *c)
-{
-    char **argv = xcalloc((size_t)a->nrest + 2 * (size_t)sp->n + 1, sizeof *argv);
-    int n = 0;
-    for (int j = 0; j < a->nrest; j++)
-        argv[n++] = a->rest[j];
-    for (int k = 0; k < sp->n; k++) {
-        argv[n++] = (char *)sp->name[k];
-        argv[n++] = sp->value[k][value_at(sp, i, k)];
-    }
-    const int rc = cli_sim_parse(n, argv, c);
-    free(argv);
-    return rc;
-}
 
 /* --- prices ----------------------------------------------------------------------------------- */
 
@@ -201,47 +103,30 @@ static int names_resolve(const struct sim_config *c, struct ts_err *err)
 
 /* --- a candidate sized ------------------------------------------------------------------------ */
 
-enum cand_status { CAND_SIZED, CAND_NO_RATE, CAND_TOO_MANY, CAND_UNBUILT, CAND_ERROR };
-struct cand {
-    long index;
-    int status;
-    char why[640];
-    double cap_rps, cap_failed;   /* one replica's */
-    int replicas, gpus, probes;
-    double p99_s, mean_s, within; /* at the load, the fleet confirmed */
-    double content_tok_s, mean_power_w;
-    double accuracy;              /* < 0: none published */
-    char acc_task[32], known[16], gpu[CFG_STR];
-    int64_t request_steps;
-    double wall_s;
-    /* the parent's: */
-    double price, usd_h, usd_mtok;
-    bool floor_ok, front;
-};
 
 static void size_one(const struct plan_args *a, const struct space *sp, long i, struct cand *out)
 {
     memset(out, 0, sizeof *out);
     out->index = i;
-    out->accuracy = -1;
+    out->r.accuracy = -1;
     struct sim_config c;
     struct ts_err err;
     const double t0 = ts_wall_s();
-    if (config_of(a, sp, i, &c)) {
+    if (plan_config_of(a, sp, i, &c)) {
         out->status = CAND_ERROR;
-        snprintf(out->why, sizeof out->why, "its options do not parse");
+        snprintf(out->r.why, sizeof out->r.why, "its options do not parse");
         return;
     }
     c.progress = false, c.quiet = true;
-    snprintf(out->gpu, sizeof out->gpu, "%s", c.gpu);
+    snprintf(out->r.gpu, sizeof out->r.gpu, "%s", c.gpu);
     char known[512];
     sim_known(&c, known, sizeof known);
-    snprintf(out->known, sizeof out->known, "%.*s", (int)strcspn(known, ": "), known);
-    out->gpus = TS_MAX(c.tp, 1) * TS_MAX(c.ep, 1);
+    snprintf(out->r.known, sizeof out->r.known, "%.*s", (int)strcspn(known, ": "), known);
+    out->r.gpus = TS_MAX(c.tp, 1) * TS_MAX(c.ep, 1);
     struct sim *s = sim_create(&c, &err); /* (a card the model does not fit, a pricing it lacks: said, not sized) */
     if (!s) {
         out->status = CAND_UNBUILT;
-        snprintf(out->why, sizeof out->why, "%s", err.msg);
+        snprintf(out->r.why, sizeof out->r.why, "%s", err.msg);
         return;
     }
     sim_destroy(s);
@@ -252,60 +137,64 @@ static void size_one(const struct plan_args *a, const struct space *sp, long i, 
     struct plan_result r;
     if (cli_plan_capacity_of(&rep, &one, &r, &err)) {
         out->status = CAND_ERROR;
-        snprintf(out->why, sizeof out->why, "%s", err.msg);
+        snprintf(out->r.why, sizeof out->r.why, "%s", err.msg);
         free(r.runs);
         return;
     }
-    out->cap_rps = r.point.rps, out->cap_failed = r.point.failed_rps, out->probes = r.nruns;
-    out->request_steps = r.request_steps;
+    out->r.rps_per_replica = r.point.rps, out->r.rps_failed = r.point.failed_rps, out->r.probes = r.nruns;
+    out->r.request_steps = r.request_steps;
     free(r.runs);
-    if (out->cap_rps == 0) {
+    if (out->r.rps_per_replica == 0) {
         out->status = CAND_NO_RATE;
-        snprintf(out->why, sizeof out->why, "holds the SLO at no rate down to %g req/s", a->search.min_rps);
+        snprintf(out->r.why, sizeof out->r.why, "holds the SLO at no rate down to %g req/s", a->search.min_rps);
         return;
     }
     /* the fewest replicas the capacity says carry the load, then confirmed by a run of the fleet */
-    int n = (int)ceil(a->rps / out->cap_rps - 1e-9);
+    int n = (int)ceil(a->rps / out->r.rps_per_replica - 1e-9);
     n = TS_MAX(n, 1);
     struct plan_run run;
     for (;; n++) {
         if (n > a->max_replicas) {
             out->status = CAND_TOO_MANY;
-            snprintf(out->why, sizeof out->why, "needs more than %d replicas (one carries %.3g req/s)", a->max_replicas,
-                     out->cap_rps);
+            snprintf(out->r.why, sizeof out->r.why, "needs more than %d replicas (one carries %.3g req/s)", a->max_replicas,
+                     out->r.rps_per_replica);
             return;
         }
         struct sim_config f = c;
         f.replicas = n, f.rps = a->rps;
         if (plan_judge(&f, &a->slo, true, &run, &err)) {
             out->status = CAND_ERROR;
-            snprintf(out->why, sizeof out->why, "%d replicas at %g req/s: %s", n, a->rps, err.msg);
+            snprintf(out->r.why, sizeof out->r.why, "%d replicas at %g req/s: %s", n, a->rps, err.msg);
             return;
         }
-        out->probes++;
-        out->request_steps += run.request_steps;
+        out->r.probes++;
+        out->r.request_steps += run.request_steps;
         if (run.held)
             break;
     }
-    out->replicas = n;
-    out->gpus *= n;
-    out->p99_s = run.m.lat_p99_s, out->mean_s = run.m.lat_mean_s;
-    out->within = NAN;
-    for (int k = 0; k < a->slo.n && isnan(out->within); k++)
+    out->r.replicas = n;
+    out->r.gpus *= n;
+    out->m = run.m, out->confirmed = true;
+    out->r.p99_s = run.m.lat_p99_s, out->r.mean_s = run.m.lat_mean_s;
+    out->r.within = NAN;
+    for (int k = 0; k < a->slo.n && isnan(out->r.within); k++)
         if (a->slo.t[k].kind == TERM_SHARE)
-            out->within = run.value[k];
-    out->content_tok_s = run.m.content_tok_s, out->mean_power_w = run.m.mean_power_w;
-    out->accuracy = run.m.expected_accuracy;
-    snprintf(out->acc_task, sizeof out->acc_task, "%s", run.m.accuracy_task);
-    out->wall_s = ts_wall_s() - t0;
+            out->r.within = run.value[k];
+    out->r.content_tok_s = run.m.content_tok_s, out->r.mean_power_w = run.m.mean_power_w;
+    out->r.accuracy = run.m.expected_accuracy;
+    snprintf(out->r.accuracy_task, sizeof out->r.accuracy_task, "%s", run.m.accuracy_task);
+    out->r.wall_s = ts_wall_s() - t0;
 }
 
-/* Sizes candidates [0, total) in `jobs` processes, each writing its candidates' records to a pipe; the
- * parent collects them into out (by index) with a line of progress. -1 where a worker dies. */
-static int size_all(const struct plan_args *a, const struct space *sp, int jobs, bool progress, struct cand *out)
+/* Sizes the candidates todo[0..n) in `jobs` processes, each writing its candidates' records to a pipe;
+ * the parent collects them into out (by index), hands each to keep (the plan's database) and says its
+ * progress. -1 where a worker dies or keep fails. */
+static int size_all(const struct plan_args *a, const struct space *sp, const long *todo, long n, int jobs,
+                    bool progress, struct cand *out, int (*keep)(void *ctx, const struct cand *c), void *ctx)
 {
-    const long total = sp->total;
-    jobs = (int)TS_MIN((long)jobs, total);
+    jobs = (int)TS_MIN((long)jobs, n);
+    if (n == 0)
+        return 0;
     int *fd = xcalloc((size_t)jobs, sizeof *fd);
     pid_t *pid = xcalloc((size_t)jobs, sizeof *pid);
     fflush(NULL);
@@ -324,9 +213,9 @@ static int size_all(const struct plan_args *a, const struct space *sp, int jobs,
             close(p[0]);
             for (int v = 0; v < w; v++)
                 close(fd[v]);
-            for (long i = w; i < total; i += jobs) {
+            for (long i = w; i < n; i += jobs) {
                 struct cand c;
-                size_one(a, sp, i, &c);
+                size_one(a, sp, todo[i], &c);
                 if (write(p[1], &c, sizeof c) != (ssize_t)sizeof c)
                     _exit(1);
             }
@@ -361,15 +250,17 @@ static int size_all(const struct plan_args *a, const struct space *sp, int jobs,
             if (have[w] < sizeof buf[w])
                 continue;
             have[w] = 0;
-            TS_ASSERT(buf[w].index >= 0 && buf[w].index < total);
+            TS_ASSERT(buf[w].index >= 0 && buf[w].index < sp->total);
             out[buf[w].index] = buf[w];
+            if (keep && keep(ctx, &buf[w]))
+                rc = -1;
             got++;
             if (progress) {
                 const double took = ts_wall_s() - t0;
-                fprintf(stderr, "\rtessera plan: %ld/%ld candidates sized, %.0f s%s", got, total, took,
-                        got < total ? (took > 2 ? ", about " : "") : "\n");
-                if (got < total && took > 2)
-                    fprintf(stderr, "%.0f s left   ", took * (double)(total - got) / (double)got);
+                fprintf(stderr, "\rtessera plan: %ld/%ld candidates sized, %.0f s%s", got, n, took,
+                        got < n ? (took > 2 ? ", about " : "") : "\n");
+                if (got < n && took > 2)
+                    fprintf(stderr, "%.0f s left   ", took * (double)(n - got) / (double)got);
             }
         }
     }
@@ -379,7 +270,7 @@ static int size_all(const struct plan_args *a, const struct space *sp, int jobs,
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
             rc = -1;
     }
-    if (got != total)
+    if (got != n)
         rc = -1;
     free(pf), free(have), free(buf), free(fd), free(pid);
     return rc;
@@ -387,58 +278,60 @@ static int size_all(const struct plan_args *a, const struct space *sp, int jobs,
 
 /* --- the ranking ------------------------------------------------------------------------------ */
 
-static bool ranked(const struct cand *c) { return c->status == CAND_SIZED && c->price > 0 && c->floor_ok; }
 
 static int by_cost(const void *x, const void *y)
 {
     const struct cand *a = *(const struct cand *const *)x, *b = *(const struct cand *const *)y;
-    if (ranked(a) != ranked(b))
-        return ranked(a) ? -1 : 1;
+    if (plan_ranked(a) != plan_ranked(b))
+        return plan_ranked(a) ? -1 : 1;
     if (a->usd_h != b->usd_h)
         return a->usd_h < b->usd_h ? -1 : 1;
-    if (a->p99_s != b->p99_s)
-        return a->p99_s < b->p99_s ? -1 : 1;
+    if (a->r.p99_s != b->r.p99_s)
+        return a->r.p99_s < b->r.p99_s ? -1 : 1;
     return a->index < b->index ? -1 : a->index > b->index;
 }
 
 /* Whether a is at least as good as b in cost, p99 at the load and accuracy, and better in one. */
 static bool dominates(const struct cand *a, const struct cand *b)
 {
-    return a->usd_h <= b->usd_h && a->p99_s <= b->p99_s && a->accuracy >= b->accuracy &&
-           (a->usd_h < b->usd_h || a->p99_s < b->p99_s || a->accuracy > b->accuracy);
+    return a->usd_h <= b->usd_h && a->r.p99_s <= b->r.p99_s && a->r.accuracy >= b->r.accuracy &&
+           (a->usd_h < b->usd_h || a->r.p99_s < b->r.p99_s || a->r.accuracy > b->r.accuracy);
 }
 
 static void price_all(const struct plan_args *a, const struct prices *pr, struct cand *c, long n)
 {
     for (long i = 0; i < n; i++) {
         struct cand *x = &c[i];
-        x->price = price_of(pr, x->gpu);
+        x->price = price_of(pr, x->r.gpu);
         x->floor_ok = !a->acc_task[0] ||
-                      (ts_name_eq(x->acc_task, a->acc_task) && x->accuracy >= 0 && x->accuracy >= a->acc_min);
+                      (ts_name_eq(x->r.accuracy_task, a->acc_task) && x->r.accuracy >= 0 && x->r.accuracy >= a->acc_min);
         if (x->status != CAND_SIZED)
             continue;
-        x->usd_h = x->gpus * x->price + x->mean_power_w * 1e-3 * a->kwh_price;
-        x->usd_mtok = x->content_tok_s > 0 ? x->usd_h / (x->content_tok_s * 3600 * 1e-6) : NAN;
+        x->usd_h = x->r.gpus * x->price + x->r.mean_power_w * 1e-3 * a->kwh_price;
+        x->usd_mtok = x->r.content_tok_s > 0 ? x->usd_h / (x->r.content_tok_s * 3600 * 1e-6) : NAN;
     }
     for (long i = 0; i < n; i++) {
-        c[i].front = ranked(&c[i]);
+        c[i].front = plan_ranked(&c[i]);
         for (long j = 0; j < n && c[i].front; j++)
-            c[i].front = !(j != i && ranked(&c[j]) && dominates(&c[j], &c[i]));
+            c[i].front = !(j != i && plan_ranked(&c[j]) && dominates(&c[j], &c[i]));
     }
 }
 
 static void print_plan(const struct plan_args *a, const struct space *sp, const struct prices *pr,
-                       struct cand *const *order, long n, double wall_s, int jobs)
+                       struct cand *const *order, long n, double wall_s, int jobs, long held)
 {
     char slo[512], label[1024];
     int64_t steps = 0;
     for (long i = 0; i < n; i++)
-        steps += order[i]->request_steps;
+        steps += order[i]->kept ? 0 : order[i]->r.request_steps;
     printf("tessera plan size: %g req/s within %s, not overloaded%s%s%s\n", a->rps,
            plan_slo_text(&a->slo, slo, sizeof slo), a->acc_task[0] ? ", accuracy on " : "",
            a->acc_task[0] ? a->acc_task : "", a->acc_task[0] ? (snprintf(label, sizeof label, " at least %g%%", a->acc_min), label) : "");
-    printf("  space         %s: %ld candidates, sized in %.1f s by %d jobs (%.3g M simulated request-steps, %.3g M/s)\n",
-           a->space, n, wall_s, jobs, (double)steps * 1e-6, wall_s > 0 ? (double)steps * 1e-6 / wall_s : 0);
+    printf("  space         %s: %ld candidates, %ld sized in %.1f s by %d jobs (%.3g M simulated request-steps, %.3g M/s)",
+           a->space, n, n - held, wall_s, jobs, (double)steps * 1e-6, wall_s > 0 ? (double)steps * 1e-6 / wall_s : 0);
+    if (held > 0)
+        printf(", %ld kept from %s/plan.db", held, a->out);
+    printf("\n");
     printf("  prices        %s (GPU-hours)%s\n", pr->path,
            a->kwh_price > 0 ? (snprintf(label, sizeof label, ", energy at %g USD/kWh", a->kwh_price), label) : ", energy not priced");
     printf("\n  rank  $/hour  $/M tok  replicas  gpus  req/s a replica  p99 at load  accuracy  known      candidate\n");
@@ -446,16 +339,16 @@ static void print_plan(const struct plan_args *a, const struct space *sp, const 
     char tasks[512] = "";
     for (long i = 0; i < n; i++) {
         const struct cand *c = order[i];
-        if (!ranked(c))
+        if (!plan_ranked(c))
             continue;
         char acc[48] = "-";
-        if (c->accuracy >= 0)
-            snprintf(acc, sizeof acc, "%.1f%%", c->accuracy);
-        if (c->accuracy >= 0 && !strstr(tasks, c->acc_task) && strlen(tasks) + strlen(c->acc_task) + 4 < sizeof tasks)
-            snprintf(tasks + strlen(tasks), sizeof tasks - strlen(tasks), "%s%s", tasks[0] ? "; " : "", c->acc_task);
+        if (c->r.accuracy >= 0)
+            snprintf(acc, sizeof acc, "%.1f%%", c->r.accuracy);
+        if (c->r.accuracy >= 0 && !strstr(tasks, c->r.accuracy_task) && strlen(tasks) + strlen(c->r.accuracy_task) + 4 < sizeof tasks)
+            snprintf(tasks + strlen(tasks), sizeof tasks - strlen(tasks), "%s%s", tasks[0] ? "; " : "", c->r.accuracy_task);
         printf("  %4d%s %7.2f  %7.3f  %8d  %4d  %15.3g  %9.2f s  %8s  %-9s  %s\n", ++rank, c->front ? "*" : " ",
-               c->usd_h, c->usd_mtok, c->replicas, c->gpus, c->cap_rps, c->p99_s, acc, c->known,
-               label_of(sp, c->index, label, sizeof label));
+               c->usd_h, c->usd_mtok, c->r.replicas, c->r.gpus, c->r.rps_per_replica, c->r.p99_s, acc, c->r.known,
+               plan_label_of(sp, c->index, label, sizeof label));
     }
     if (rank == 0)
         printf("  (none: no candidate serves the load within the SLO%s)\n", a->acc_task[0] ? " at the accuracy floor" : "");
@@ -465,116 +358,22 @@ static void print_plan(const struct plan_args *a, const struct space *sp, const 
     bool head = false;
     for (long i = 0; i < n; i++) {
         const struct cand *c = order[i];
-        if (ranked(c))
+        if (plan_ranked(c))
             continue;
         if (!head)
             printf("\n  not ranked\n");
         head = true;
         char why[CFG_PATH + 1024];
         if (c->status != CAND_SIZED)
-            snprintf(why, sizeof why, "%s", c->why);
+            snprintf(why, sizeof why, "%s", c->r.why);
         else if (c->price <= 0)
-            snprintf(why, sizeof why, "%d replicas serve it, but %s has no price in %s", c->replicas, c->gpu, pr->path);
-        else if (c->accuracy < 0 || !ts_name_eq(c->acc_task, a->acc_task))
+            snprintf(why, sizeof why, "%d replicas serve it, but %s has no price in %s", c->r.replicas, c->r.gpu, pr->path);
+        else if (c->r.accuracy < 0 || !ts_name_eq(c->r.accuracy_task, a->acc_task))
             snprintf(why, sizeof why, "its decoder publishes no accuracy on %s", a->acc_task);
         else
-            snprintf(why, sizeof why, "accuracy %.1f%% on %s, under the floor", c->accuracy, c->acc_task);
-        printf("    %s: %s\n", label_of(sp, c->index, label, sizeof label), why);
+            snprintf(why, sizeof why, "accuracy %.1f%% on %s, under the floor", c->r.accuracy, c->r.accuracy_task);
+        printf("    %s: %s\n", plan_label_of(sp, c->index, label, sizeof label), why);
     }
-}
-
-/* --- outputs ---------------------------------------------------------------------------------- */
-
-static int write_csv(const char *dir, const struct space *sp, struct cand *const *order, long n, struct ts_err *err)
-{
-    char path[CFG_PATH + 32], label[1024];
-    snprintf(path, sizeof path, "%s/plan.csv", dir);
-    struct ts_whole w;
-    if (ts_whole_open(&w, path, TS_WHOLE_REPLACE, NULL, err))
-        return -1;
-    fprintf(w.f, "rank,candidate,status,usd_per_hour,usd_per_mtok,replicas,gpus,rps_per_replica,p99_s,mean_s,"
-                 "accuracy,accuracy_task,known,front,run_file\n");
-    int rank = 0;
-    for (long i = 0; i < n; i++) {
-        const struct cand *c = order[i];
-        label_of(sp, c->index, label, sizeof label);
-        for (char *q = label; *q; q++) /* (a label holds words; a comma or quote would split its field) */
-            if (*q == ',' || *q == '"')
-                *q = ';';
-        const char *status = ranked(c) ? "ranked" : c->status == CAND_SIZED ? (c->price > 0 ? "under-floor" : "unpriced")
-                             : c->status == CAND_NO_RATE ? "no-rate" : c->status == CAND_TOO_MANY ? "too-many"
-                             : c->status == CAND_UNBUILT ? "unbuilt" : "error";
-        fprintf(w.f, "%d,%s,%s,%.6g,%.6g,%d,%d,%.6g,%.6g,%.6g,%.6g,%s,%s,%d,runs/candidate-%ld.run\n",
-                ranked(c) ? ++rank : 0, label, status, c->usd_h, c->usd_mtok, c->replicas, c->gpus, c->cap_rps, c->p99_s,
-                c->mean_s, c->accuracy, c->acc_task, c->known, c->front, c->index + 1);
-    }
-    return ts_whole_close(&w, ferror(w.f) != 0, err);
-}
-
-static int write_runs(const char *dir, const struct plan_args *a, const struct space *sp, const struct cand *c, long n,
-                      struct ts_err *err)
-{
-    char path[CFG_PATH + 64];
-    snprintf(path, sizeof path, "%s/runs", dir);
-    if (mkdir(path, 0777) && errno != EEXIST)
-        return ts_fail(err, "%s: %s", path, strerror(errno));
-    for (long i = 0; i < n; i++) {
-        struct sim_config cfg;
-        if (config_of(a, sp, c[i].index, &cfg))
-            return ts_fail(err, "candidate %ld: its options do not parse", c[i].index + 1);
-        cfg.rps = a->rps;
-        cfg.replicas = TS_MAX(c[i].replicas, 1);
-        snprintf(path, sizeof path, "%s/runs/candidate-%ld.run", dir, c[i].index + 1);
-        struct ts_whole w;
-        if (ts_whole_open(&w, path, TS_WHOLE_REPLACE, NULL, err))
-            return -1;
-        const int bad = cli_runfile_write(&cfg, w.f, err);
-        if (ts_whole_close(&w, bad != 0, err) || bad)
-            return -1;
-    }
-    return 0;
-}
-
-/* --out DIR: missing or an empty folder, unless force; 0, or EXIT_USAGE said. */
-static int out_dir_ok(const char *dir, bool force)
-{
-    struct stat st;
-    if (stat(dir, &st) != 0)
-        return 0;
-    if (!S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "tessera plan size: --out %s is not a folder\n", dir);
-        return EXIT_USAGE;
-    }
-    DIR *d = opendir(dir);
-    bool empty = true;
-    for (struct dirent *de; d && (de = readdir(d));)
-        empty = empty && (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0);
-    if (d)
-        closedir(d);
-    if (!empty && !force) {
-        fprintf(stderr, "tessera plan size: --out %s is not empty (--force writes over it)\n", dir);
-        return EXIT_USAGE;
-    }
-    return 0;
-}
-
-/* analysis/plan-plot.sh DIR: the front's figure (said where it cannot be drawn). */
-static bool draw(const char *dir)
-{
-    const char *script = TS_SRCDIR "/analysis/plan-plot.sh";
-    fflush(NULL);
-    const pid_t p = fork();
-    if (p == 0) {
-        execlp("bash", "bash", script, dir, (char *)NULL);
-        _exit(127);
-    }
-    int st = 0;
-    if (p > 0)
-        waitpid(p, &st, 0);
-    if (p >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
-        return true;
-    fprintf(stderr, "tessera plan size: no figure drawn (%s failed)\n", script);
-    return false;
 }
 
 static void size_usage(void)
@@ -604,6 +403,72 @@ static void size_usage(void)
            "See sim/docs/plan.md.\n");
 }
 
+/* The cheapest, robust: the replicas its capacity at the interval's pessimistic end needs. */
+static void print_robust(const struct plan_args *a, const struct space *sp, const struct cand *best)
+{
+    struct sim_config cfg;
+    struct ts_err err;
+    if (plan_config_of(a, sp, best->index, &cfg))
+        return;
+    cfg.replicas = 1, cfg.progress = false;
+    struct plan_result r;
+    struct plan_args b = *a;
+    b.search.start_rps = best->r.rps_per_replica;
+    if (cli_plan_capacity_of(&cfg, &b, &r, &err))
+        fprintf(stderr, "tessera plan size: the cheapest's robust capacity: %s\n", err.msg);
+    else if (r.unbounded[0])
+        printf("\n  robust        the cheapest: not bounded (%s never measured for its setup)\n", r.unbounded);
+    else if (r.robust.rps > 0)
+        printf("\n  robust        the cheapest at %d%% confidence: %.3g req/s a replica, so %d replicas by capacity "
+               "(%d by the point)\n", a->confidence, r.robust.rps, (int)ceil(a->rps / r.robust.rps - 1e-9),
+               (int)ceil(a->rps / best->r.rps_per_replica - 1e-9));
+    else
+        printf("\n  robust        the cheapest at %d%% confidence: holds the SLO at no rate\n", a->confidence);
+    free(r.runs);
+}
+
+/* Every candidate checked before any is sized: a bad value stops the plan, naming it. 0, or EXIT_USAGE said. */
+static int space_check(const struct plan_args *a, const struct space *sp)
+{
+    char label[1024];
+    struct ts_err err;
+    for (long i = 0; i < sp->total; i++) {
+        struct sim_config cfg;
+        struct sim_setup setup;
+        if (plan_config_of(a, sp, i, &cfg)) {
+            fprintf(stderr, "tessera plan size: candidate %ld (%s) does not parse\n", i + 1, plan_label_of(sp, i, label, sizeof label));
+            return EXIT_USAGE;
+        }
+        if (cli_plan_refuses(&cfg, &err) || sim_config_validate(&cfg, &setup, &err) || names_resolve(&cfg, &err)) {
+            fprintf(stderr, "tessera plan size: candidate %ld (%s): %s\n", i + 1, plan_label_of(sp, i, label, sizeof label), err.msg);
+            return EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
+/* The database the candidates go into, its path into db: a shard's own (DIR/shards/shard-K.db), or
+ * the plan's (DIR/plan.db), with the shards' merged in. 0, or -1 said. */
+static int plan_db_ready(const struct plan_args *a, char *db, size_t len)
+{
+    struct ts_err err;
+    if (a->shards) {
+        snprintf(db, len, "%s/shards", a->out);
+        if (mkdir(db, 0777) && errno != EEXIST) {
+            fprintf(stderr, "tessera plan size: %s: %s\n", db, strerror(errno));
+            return -1;
+        }
+        snprintf(db, len, "%s/shards/shard-%d.db", a->out, a->shard);
+        return 0;
+    }
+    snprintf(db, len, "%s/plan.db", a->out);
+    if (plan_merge_shards(a->out, &err)) {
+        fprintf(stderr, "tessera plan size: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 int cli_plan_size(int argc, char **argv)
 {
     if (cli_help_asked(argc, argv)) {
@@ -620,95 +485,103 @@ int cli_plan_size(int argc, char **argv)
     struct space sp = {.total = 1};
     struct prices pr;
     struct cand *c = NULL, **order = NULL;
-    char prices_path[CFG_PATH + 64];
+    long *todo = NULL;
+    char prices_path[CFG_PATH + 64], key[24], db[CFG_PATH + 64];
     snprintf(prices_path, sizeof prices_path, "%s", a.prices ? a.prices : TS_SRCDIR "/sim/data/prices.csv");
     if (a.rps <= 0 || !a.space) {
         fprintf(stderr, "tessera plan size: %s is required\n", a.rps <= 0 ? "--rps R (the load)" : "--space FILE");
         goto done;
     }
-    if (a.out && out_dir_ok(a.out, a.force)) /* (before any work) */
+    if ((a.slurm || a.shards) && !a.out) {
+        fprintf(stderr, "tessera plan size: %s needs --out DIR (where the shards meet)\n", a.slurm ? "--slurm" : "--shard");
         goto done;
+    }
+    if (a.slurm && a.shards) {
+        fprintf(stderr, "tessera plan size: --slurm writes the shards' script; --shard is what it runs\n");
+        goto done;
+    }
     FILE *f = fopen(a.space, "r");
     if (!f) {
         fprintf(stderr, "tessera plan size: --space %s: %s\n", a.space, strerror(errno));
         goto done;
     }
-    const int bad = cli_text_lines(f, a.space, space_line, &sp, &err);
+    const int bad = cli_text_lines(f, a.space, plan_space_line, &sp, &err);
     fclose(f);
     if (bad || prices_read(prices_path, &pr, &err)) {
         fprintf(stderr, "tessera plan size: %s\n", err.msg);
         goto done;
     }
-    /* every candidate checked before any is sized: a bad value stops the plan, naming it */
-    char label[1024];
-    for (long i = 0; i < sp.total; i++) {
-        struct sim_config cfg;
-        struct sim_setup setup;
-        if (config_of(&a, &sp, i, &cfg)) {
-            fprintf(stderr, "tessera plan size: candidate %ld (%s) does not parse\n", i + 1, label_of(&sp, i, label, sizeof label));
-            goto done;
-        }
-        if (cli_plan_refuses(&cfg, &err) || sim_config_validate(&cfg, &setup, &err) || names_resolve(&cfg, &err)) {
-            fprintf(stderr, "tessera plan size: candidate %ld (%s): %s\n", i + 1, label_of(&sp, i, label, sizeof label),
-                    err.msg);
-            goto done;
-        }
-    }
-    struct sim_config base;
-    if (config_of(&a, &sp, 0, &base))
+    if (space_check(&a, &sp))
         goto done;
-    const int jobs = a.jobs > 0 ? a.jobs : (int)TS_MAX(sysconf(_SC_NPROCESSORS_ONLN), 1);
+    plan_digest(&a, key, sizeof key);
+    bool resume = false;
+    if (a.out && plan_out_ready(a.out, key, a.force && !a.shards, &resume))
+        goto done;
+    if (a.slurm) {
+        const int tasks = (int)TS_MIN((long)(a.jobs > 0 ? a.jobs : 32), sp.total);
+        if (plan_write_sbatch(a.out, argc, argv, tasks, &err)) {
+            fprintf(stderr, "tessera plan size: --out %s: %s\n", a.out, err.msg);
+            rc = 1;
+            goto done;
+        }
+        printf("tessera plan size: %ld candidates in %d shards: sbatch %s/plan.sbatch; then this command again without "
+               "--slurm merges and ranks them\n", sp.total, tasks, a.out);
+        rc = 0;
+        goto done;
+    }
+    if (a.out && plan_db_ready(&a, db, sizeof db)) {
+        rc = 1;
+        goto done;
+    }
     c = xcalloc((size_t)sp.total, sizeof *c);
+    for (long i = 0; i < sp.total; i++)
+        c[i].status = -1;
+    const long held = a.out ? plan_read_back(db, key, c, sp.total, &err) : 0;
+    if (held < 0) {
+        fprintf(stderr, "tessera plan size: %s\n", err.msg);
+        rc = 1;
+        goto done;
+    }
+    todo = xcalloc((size_t)sp.total, sizeof *todo);
+    long n = 0;
+    for (long i = 0; i < sp.total; i++)
+        if (c[i].status < 0 && (!a.shards || i % a.shards == a.shard - 1))
+            todo[n++] = i;
+    struct sim_config base;
+    if (plan_config_of(&a, &sp, 0, &base))
+        goto done;
+    if (held > 0 && base.progress)
+        fprintf(stderr, "tessera plan: %ld candidates sized before, kept (%s)\n", held, db);
+    const int jobs = a.jobs > 0 ? a.jobs : (int)TS_MAX(sysconf(_SC_NPROCESSORS_ONLN), 1);
+    struct keeper keep = {.a = &a, .sp = &sp, .db = db, .key = key};
     const double t0 = ts_wall_s();
-    if (size_all(&a, &sp, jobs, base.progress, c)) {
-        fprintf(stderr, "tessera plan size: a worker died before sizing its candidates\n");
+    if (size_all(&a, &sp, todo, n, jobs, base.progress, c, a.out ? plan_keep_one : NULL, &keep)) {
+        fprintf(stderr, "tessera plan size: a worker died, or a candidate could not be kept, before all were sized%s\n",
+                a.out ? " (run the command again: the plan goes on)" : "");
         rc = 1;
         goto done;
     }
     const double wall = ts_wall_s() - t0;
+    if (a.shards) {
+        printf("tessera plan size: shard %d/%d: %ld candidates sized in %.1f s, %ld before, into %s\n", a.shard, a.shards,
+               n, wall, held, db);
+        rc = 0;
+        goto done;
+    }
     price_all(&a, &pr, c, sp.total);
     order = xcalloc((size_t)sp.total, sizeof *order);
     for (long i = 0; i < sp.total; i++)
         order[i] = &c[i];
     qsort(order, (size_t)sp.total, sizeof *order, by_cost);
-    print_plan(&a, &sp, &pr, order, sp.total, wall, (int)TS_MIN((long)jobs, sp.total));
-    /* the cheapest, robust: the replicas its capacity at the interval's pessimistic end needs */
-    if (a.confidence > 0 && ranked(order[0])) {
-        struct sim_config best;
-        config_of(&a, &sp, order[0]->index, &best);
-        best.replicas = 1, best.progress = false;
-        struct plan_result r;
-        struct plan_args b = a;
-        b.search.start_rps = order[0]->cap_rps;
-        if (cli_plan_capacity_of(&best, &b, &r, &err)) {
-            fprintf(stderr, "tessera plan size: the cheapest's robust capacity: %s\n", err.msg);
-        } else if (r.unbounded[0]) {
-            printf("\n  robust        the cheapest: not bounded (%s never measured for its setup)\n", r.unbounded);
-        } else if (r.robust.rps > 0) {
-            printf("\n  robust        the cheapest at %d%% confidence: %.3g req/s a replica, so %d replicas by capacity "
-                   "(%d by the point)\n", a.confidence, r.robust.rps, (int)ceil(a.rps / r.robust.rps - 1e-9),
-                   (int)ceil(a.rps / order[0]->cap_rps - 1e-9));
-        } else {
-            printf("\n  robust        the cheapest at %d%% confidence: holds the SLO at no rate\n", a.confidence);
-        }
-        free(r.runs);
-    }
-    rc = 0;
-    if (a.out) {
-        if ((mkdir(a.out, 0777) && errno != EEXIST && ts_fail(&err, "%s", strerror(errno))) ||
-            write_csv(a.out, &sp, order, sp.total, &err) || write_runs(a.out, &a, &sp, c, sp.total, &err)) {
-            fprintf(stderr, "tessera plan size: --out %s: %s\n", a.out, err.msg);
-            rc = 1;
-        } else {
-            const bool drawn = draw(a.out);
-            printf("\n  written       %s/plan.csv, %s/runs/candidate-N.run (tessera sim --config FILE runs one)%s%s%s\n",
-                   a.out, a.out, drawn ? ", " : "", drawn ? a.out : "", drawn ? "/pareto.png" : "");
-        }
-    }
+    print_plan(&a, &sp, &pr, order, sp.total, wall, (int)TS_MIN((long)jobs, TS_MAX(n, 1)), held);
+    if (a.confidence > 0 && plan_ranked(order[0]))
+        print_robust(&a, &sp, order[0]);
+    rc = a.out ? plan_write_out(&a, &sp, c, order, key) : 0;
 done:
+    free(todo);
     free(order);
     free(c);
-    space_free(&sp);
+    plan_space_free(&sp);
     cli_plan_args_free(&a);
     return rc;
 }

@@ -91,6 +91,40 @@ struct fleet_result;
 struct sim_config;
 int db_out_commit_fleet(struct db_out *out, const struct sim_config *base, const struct sim_config *cfg,
                         const struct fleet_result *r, struct ts_err *err);
+/* A plan's candidate (tessera plan size): a row of plan_candidates. */
+struct db_plan_row {
+    char plan[24];               /* the plan's digest: what sizes it (its load, SLO, search and space) */
+    int64_t candidate;           /* its place in the space, from 1 */
+    char label[1024];            /* "gpu=h100 threshold=0.9" */
+    char status[16];             /* sized, no-rate, too-many, unbuilt, error */
+    char why[640];               /* why not sized ("" where sized) */
+    double rps_per_replica, rps_failed;
+    int replicas, gpus, probes;
+    int64_t request_steps;
+    double p99_s, mean_s, within; /* at the load, the confirming fleet's; within NAN: no share term */
+    double content_tok_s, mean_power_w;
+    double accuracy;             /* < 0: none published */
+    char accuracy_task[32], known[16], gpu[256]; /* gpu: CFG_STR */
+    double wall_s;
+};
+/* A candidate written as a run: cfg its configuration (at its replicas and the plan's load), m the
+ * summary of the fleet run that confirmed it (NULL: none), row its plan_candidates row. */
+struct sim_summary;
+int db_out_commit_plan(struct db_out *out, const struct sim_config *cfg, const struct sim_summary *m,
+                       const struct db_plan_row *row, struct ts_err *err);
+/* The candidates of plan `plan` the database at path holds, each handed to each (which returns nonzero
+ * to stop); the database is held to db_own. 0, or -1 with err naming the file. */
+int db_plan_read(const char *path, const char *plan, int (*each)(void *ctx, const struct db_plan_row *row), void *ctx,
+                 struct ts_err *err);
+/* A plan ranked: its candidate's price per hour and per million tokens, rank (0: not ranked) and place
+ * on the front, set in the database at path; one transaction. */
+struct db_plan_rank {
+    int64_t candidate;
+    double usd_per_hour, usd_per_mtok;
+    int rank;
+    bool front;
+};
+int db_plan_set_ranks(const char *path, const char *plan, const struct db_plan_rank *r, int64_t n, struct ts_err *err);
 /* tessera db export: table `table` of the run database at path (runs, requests, steps, segments, ops,
  * replicas; db_export_table), of run run_id (< 0: every run), written as CSV (a header, a line a row) or
  * JSON (an array of objects, one a line) into out, a file made whole or not at all (whole.h; NULL:

@@ -38,6 +38,8 @@ static const struct {
      "SELECT * FROM main.op_breakdown", {"op_breakdown", NULL}, false},
     {"replicas", "a row a fleet's replica: its routed requests, latency, energy and configuration",
      "SELECT * FROM main.fleet_replicas", {"fleet_replicas", NULL}, false},
+    {"plan", "a row a plan's candidate: how it was sized (capacity, replicas, p99 at the load), its price and rank",
+     "SELECT * FROM main.plan_candidates", {"plan_candidates", NULL}, false},
 };
 
 const char *db_export_table(int i, const char **help)

@@ -22,6 +22,8 @@ char *db_fleet_schema_in(const char *name);
 #define DB_SEGMENT_INDEX "CREATE INDEX IF NOT EXISTS segment_runs_first ON segment_runs(run_id, first_step)"
 /* The tables an engine replay adds (engine_steps, engine_step_ops) in database `name`. Caller frees. */
 char *db_engine_schema_in(const char *name);
+/* The plan's table (plan_candidates) in database `name`: made with a database's first candidate. Caller frees. */
+char *db_plan_schema_in(const char *name);
 /* What a database written before column `col` of `table` was added reads it as ("0" or "NULL"), or
  * NULL where every version's table has it. */
 const char *db_column_fill(const char *table, const char *col);

@@ -27,13 +27,15 @@
 
 int db_declared(sqlite3 **decl, struct ts_err *err)
 {
-    char *core = db_schema_in("main"), *fleet = db_fleet_schema_in("main"), *engine = db_engine_schema_in("main");
+    char *core = db_schema_in("main"), *fleet = db_fleet_schema_in("main"), *engine = db_engine_schema_in("main"),
+         *plan = db_plan_schema_in("main");
     const bool ok = sqlite3_open_v2(":memory:", decl, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) == SQLITE_OK &&
                     sqlite3_exec(*decl, core, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(*decl, "main") == 0 &&
                     sqlite3_exec(*decl, fleet, NULL, NULL, NULL) == SQLITE_OK &&
                     sqlite3_exec(*decl, engine, NULL, NULL, NULL) == SQLITE_OK &&
+                    sqlite3_exec(*decl, plan, NULL, NULL, NULL) == SQLITE_OK &&
                     sqlite3_exec(*decl, DB_SEGMENT_INDEX, NULL, NULL, NULL) == SQLITE_OK;
-    free(core), free(fleet), free(engine);
+    free(core), free(fleet), free(engine), free(plan);
     return ok ? 0 : ts_fail(err, "cannot lay out tessera's schema in memory: %s", sqlite3_errmsg(*decl));
 }
 

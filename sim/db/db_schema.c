@@ -20,6 +20,7 @@
  *                 the run was overloaded (sim_overload_rule; NULL where fewer than SIM_OVERLOAD_MIN
  *                 arrived)
  *   op_breakdown  per-op seconds summed over the run
+ *   plan_candidates  a plan's candidate a run (tessera plan size; db_out_commit_plan)
  *
  */
 #include <errno.h>
@@ -78,6 +79,18 @@ static const char *const fleet_schema =
     " PRIMARY KEY(run_id, replica));"
     "CREATE TABLE IF NOT EXISTS fleet_readings(run_id INTEGER, control TEXT, t_s REAL, value REAL, value2 REAL,"
     " outstanding INTEGER);";
+
+/* A plan's candidates (tessera plan size --out DIR: DIR/plan.db): each candidate is a run (its
+ * configuration at the replicas it was sized to and the plan's load; its summary the fleet run that
+ * confirmed it, none where it was not sized) with its row here: the plan it belongs to (a digest of
+ * what sizes it), its place in the space, how it was sized and, once the plan is ranked, its price,
+ * rank and place on the front. A database gets the table with its first candidate. */
+static const char *const plan_schema =
+    "CREATE TABLE IF NOT EXISTS plan_candidates(run_id INTEGER PRIMARY KEY, plan TEXT, candidate INTEGER,"
+    " label TEXT, status TEXT, why TEXT, rps_per_replica REAL, rps_failed REAL, replicas INTEGER, gpus INTEGER,"
+    " probes INTEGER, request_steps INTEGER, p99_s REAL, mean_s REAL, within REAL, content_tok_s REAL,"
+    " mean_power_w REAL, accuracy REAL, accuracy_task TEXT, known TEXT, gpu TEXT, wall_s REAL, usd_per_hour REAL,"
+    " usd_per_mtok REAL, rank INTEGER, front INTEGER);";
 
 /* The tables an engine replay adds to a run's database (tessera engine replay): each replayed step's
  * measured time beside the model's, and with --ops each op's. */
@@ -313,6 +326,7 @@ static char *schema_in(const char *text, const char *name)
 char *db_schema_in(const char *name) { return schema_in(schema, name); }
 char *db_fleet_schema_in(const char *name) { return schema_in(fleet_schema, name); }
 char *db_engine_schema_in(const char *name) { return schema_in(engine_schema, name); }
+char *db_plan_schema_in(const char *name) { return schema_in(plan_schema, name); }
 
 const char *db_column_fill(const char *table, const char *col)
 {

@@ -900,6 +900,65 @@ int db_out_commit_fleet(struct db_out *o, const struct sim_config *base, const s
     return commit_src(o, &src, err);
 }
 
+/* --- a plan's candidate ------------------------------------------------------------------------ */
+
+struct plan_src {
+    const struct sim_summary *m;
+    const struct db_plan_row *row;
+};
+
+/* A candidate's content: the confirming fleet's summary (where it has one) and its plan_candidates row
+ * (every text bound, none of it SQL). */
+static int plan_content(struct writer *w, const void *ctx, int64_t run_id)
+{
+    const struct plan_src *p = ctx;
+    const struct db_plan_row *r = p->row;
+    char *sch = db_plan_schema_in("out");
+    const int made = sqlite3_exec(w->db, sch, NULL, NULL, NULL) == SQLITE_OK;
+    free(sch);
+    if (!made)
+        return db_fail(w, "the plan's table");
+    if (p->m && write_summary(w, p->m, run_id))
+        return -1;
+    sqlite3_stmt *st;
+    if (prepare(w, "INSERT INTO out.plan_candidates(run_id, plan, candidate, label, status, why, rps_per_replica, "
+                   "rps_failed, replicas, gpus, probes, request_steps, p99_s, mean_s, within, content_tok_s, "
+                   "mean_power_w, accuracy, accuracy_task, known, gpu, wall_s) "
+                   "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    const char *texts[] = {r->plan, NULL, r->label, r->status, r->why};
+    for (int k = 2; k <= 6; k++)
+        if (k == 3)
+            sqlite3_bind_int64(st, k, r->candidate);
+        else
+            sqlite3_bind_text(st, k, texts[k - 2], -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 7, r->rps_per_replica);
+    sqlite3_bind_double(st, 8, r->rps_failed);
+    const int64_t ints[] = {r->replicas, r->gpus, r->probes, r->request_steps};
+    for (size_t k = 0; k < TS_ARRAY_LEN(ints); k++)
+        sqlite3_bind_int64(st, 9 + (int)k, ints[k]);
+    const double reals[] = {r->p99_s, r->mean_s, r->within, r->content_tok_s, r->mean_power_w, r->accuracy};
+    for (size_t k = 0; k < TS_ARRAY_LEN(reals); k++)
+        if (isfinite(reals[k]) && !(k == 5 && reals[k] < 0)) /* (NULL: none, or no accuracy published) */
+            sqlite3_bind_double(st, 13 + (int)k, reals[k]);
+    const char *more[] = {r->accuracy_task, r->known, r->gpu};
+    for (size_t k = 0; k < TS_ARRAY_LEN(more); k++)
+        sqlite3_bind_text(st, 19 + (int)k, more[k], -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 22, r->wall_s);
+    const int rc = step_done(w, st);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int db_out_commit_plan(struct db_out *o, const struct sim_config *cfg, const struct sim_summary *m,
+                       const struct db_plan_row *row, struct ts_err *err)
+{
+    const struct plan_src p = {m, row};
+    const struct run_src src = {cfg, NULL, ts_version(), plan_content, &p};
+    return commit_src(o, &src, err);
+}
+
 /* A database written, left in rollback-journal mode where no other connection has it open (read-only
  * media can then read it, which a WAL database's header forbids); a writer at work keeps WAL, and the
  * last to finish leaves it. */
