@@ -165,6 +165,18 @@ cmp -s "$tmp/plan-8/plan.csv" "$tmp/plan-s/plan.csv" && ok || bad "plan size: th
 expect 2 "plan size --shard without --out" -- "$bin" plan size "${size8[@]}" --shard 1/2
 expect 2 "plan size, a bad --shard" -- "$bin" plan size "${size8[@]}" --shard 3/2 --out "$tmp/plan-s"
 contains "plan size, a bad --shard" "is not K/N"
+# a plan.db whose rows no plan writes: refused, naming the file, the row and the field, nothing written
+for sql in "UPDATE plan_candidates SET status = 'done' WHERE candidate = 2" \
+    "UPDATE plan_candidates SET candidate = 99 WHERE candidate = 2" \
+    "UPDATE plan_candidates SET label = printf('%.2000c', 'x') WHERE candidate = 2" \
+    "UPDATE plan_candidates SET replicas = -3 WHERE candidate = 2"; do
+    rm -rf "$tmp/plan-bad" && cp -r "$tmp/plan-1" "$tmp/plan-bad" && rm "$tmp/plan-bad/plan.csv"
+    python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()' \
+        "$tmp/plan-bad/plan.db" "$sql"
+    expect 2 "plan size, a crafted plan.db ($sql)" -- "$bin" plan size "${size[@]}" --out "$tmp/plan-bad"
+    contains "plan size, a crafted plan.db ($sql)" "plan-bad/plan.db: plan_candidates"
+    [ ! -e "$tmp/plan-bad/plan.csv" ] && ok || bad "plan size, a crafted plan.db: plan.csv written"
+done
 # a floor no candidate's decoder publishes: none ranked, each said
 expect 0 "plan size --accuracy" -- "$bin" plan size "${size[@]}" --accuracy "gsm8k>=50"
 contains "plan size --accuracy" "its decoder publishes no accuracy on gsm8k"

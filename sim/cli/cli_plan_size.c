@@ -537,9 +537,9 @@ int cli_plan_size(int argc, char **argv)
     for (long i = 0; i < sp.total; i++)
         c[i].status = -1;
     const long held = a.out ? plan_read_back(db, key, c, sp.total, &err) : 0;
-    if (held < 0) {
+    if (held < 0) { /* (a database not tessera's, or rows no plan writes: bad input) */
         fprintf(stderr, "tessera plan size: %s\n", err.msg);
-        rc = 1;
+        rc = EXIT_USAGE;
         goto done;
     }
     todo = xcalloc((size_t)sp.total, sizeof *todo);
