@@ -26,6 +26,10 @@ awk '$5 == 1' "$tmp/all.dat" >"$tmp/front.dat"
 # cost against p99 alone: by cost, each candidate faster than every cheaper one
 sort -g -k2,2 -k3,3 "$tmp/all.dat" | awk 'NR == 1 || $3 < best { print; best = $3 }' >"$tmp/stairs.dat"
 acc=$(awk '$4 >= 0 { n++ } END { print n + 0 }' "$tmp/all.dat")
+# a cost or p99 the same for every candidate: that axis's range held open 10% either side (gnuplot's own
+# would be empty)
+ranges=$(awk 'NR == 1 { a = b = $2; c = d = $3 } { a = $2 < a ? $2 : a; b = $2 > b ? $2 : b; c = $3 < c ? $3 : c; d = $3 > d ? $3 : d }
+    END { if (a == b) printf "set xrange [%.6g:%.6g]; ", 0.9 * a, 1.1 * a + (a == 0); if (c == d) printf "set yrange [%.6g:%.6g]", 0.9 * c, 1.1 * c + (c == 0) }' "$tmp/all.dat")
 gnuplot <<GP
 set terminal pngcairo size $([ "$acc" -gt 0 ] && echo 1200 || echo 700),520 font ",11"
 set output $(gp_file "$dir/pareto.png")
@@ -35,6 +39,7 @@ set key top right
 set xlabel "cost (USD an hour)"
 set ylabel "p99 latency at the load (s)"
 set offsets graph 0.05, graph 0.1, graph 0.1, graph 0.1
+$ranges
 plot $(gp_file "$tmp/stairs.dat") using 2:3 with steps lw 1.5 lc rgb "#2c7fb8" title "cheapest at each p99", \
      $(gp_file "$tmp/all.dat") using 2:3 with points pt 6 ps 1.4 lc rgb "#888888" title "candidate (rank)", \
      "" using 2:3:(sprintf("%d", \$1)) with labels offset 0.9,0.6 font ",9" notitle, \
@@ -42,6 +47,7 @@ plot $(gp_file "$tmp/stairs.dat") using 2:3 with steps lw 1.5 lc rgb "#2c7fb8" t
 $(if [ "$acc" -gt 0 ]; then cat <<GP2
 set ylabel "published accuracy of the decoder (%)"
 set key bottom right
+set autoscale y
 plot $(gp_file "$tmp/all.dat") using 2:(\$4 >= 0 ? \$4 : NaN) with points pt 6 ps 1.4 lc rgb "#888888" title "candidate", \
      $(gp_file "$tmp/front.dat") using 2:(\$4 >= 0 ? \$4 : NaN) with points pt 7 ps 1.4 lc rgb "#c0392b" title "front: cost, p99, accuracy"
 GP2

@@ -7,6 +7,8 @@
 #   live-h200        LLaDA-8B, SDAR-8B and Dream-7B on an H200, priced by the shipped calibrations (Dream-7B's
 #                    by the calibration of the engine its runs ran: fidelity-h200-dream's)
 #   clock-live-h100  the same three on an H100, by the shipped calibrations
+# and each record again priced by the other card's shipped calibrations carried to its card (sim
+# --calib-from: the H100's to the H200 and back), whose interval draws the transfer source too.
 # Each run is predicted again from its recorded live summary (live.sh REUSE_LIVE=1, at the card's clock
 # state as it ran: CLOCK=auto) with its 90% interval (INTERVAL=90: sim --interval's sources for
 # tessera's engine, the clock and the calibration), and each live figure (throughput, mean, p50 and p99
@@ -30,19 +32,21 @@ mkdir -p "$tmp/cal"
 for m in llada-8b sdar-8b; do cp "$root/sim/data/calib/h200-$m-tessera.csv" "$tmp/cal/calib-$m.csv"; done
 bash "$root/analysis/records.sh" get fidelity-h200-dream calib-dream-7b.csv.gz "$tmp/dream.csv.gz"
 gzip -dc "$tmp/dream.csv.gz" >"$tmp/cal/calib-dream-7b.csv"
-for r in live-h200:h200 clock-live-h100:h100; do
-    name=${r%%:*} gpu=${r#*:}
+names=()
+for r in live-h200:h200: clock-live-h100:h100: live-h200:h200:h100 clock-live-h100:h100:h200; do
+    IFS=: read -r name gpu from <<<"$r"
     rec=$(record_path live-coverage.sh "$name" "$tmp" "schedules run live" "tessera exp run live OUT") || exit 2
-    mkdir -p "$tmp/$name"
-    tar xzf "$rec/live-runs.tgz" -C "$tmp/$name"
-    cal=()
-    [ "$gpu" = h200 ] && cal=(CALIB_DIR="$tmp/cal")
-    echo "live-coverage.sh: $name" >&2
+    [ -d "$tmp/$name" ] || { mkdir -p "$tmp/$name" && tar xzf "$rec/live-runs.tgz" -C "$tmp/$name"; }
+    cal=() tag=$name
+    [ "$gpu" = h200 ] && [ -z "$from" ] && cal=(CALIB_DIR="$tmp/cal")
+    [ -n "$from" ] && cal=(CALIB_FROM="$from") tag=$name-from-$from
+    names+=("$tag")
+    echo "live-coverage.sh: $tag" >&2
     env "${cal[@]}" INTERVAL=90 GPU="$gpu" CLOCK=auto SCRATCH="$tmp/$name" REUSE_LIVE=1 TESSERA="$bin" \
-        bash "$root/experiments/live.sh" "$out/$name" "llada-8b sdar-8b dream-7b" >/dev/null
-    rm -f "$out/$name/live-runs.tgz"
+        bash "$root/experiments/live.sh" "$out/$tag" "llada-8b sdar-8b dream-7b" >/dev/null
+    rm -f "$out/$tag/live-runs.tgz"
 done
-python3 - "$out" live-h200 clock-live-h100 >"$out/coverage.md" <<'PY'
+python3 - "$out" "${names[@]}" >"$out/coverage.md" <<'PY'
 import csv, os, statistics, sys
 out, names = sys.argv[1], sys.argv[2:]
 print("# The live records' measurements against their predictions' 90% intervals\n")

@@ -8,7 +8,8 @@
 # makespan. The schedules commit a block's EOS positions in one step (--eos bulk), as
 # experiments/fidelity.sh's do. REUSE_LIVE=1 keeps live summaries already in SCRATCH (re-predicting
 # needs no GPU). Needs the calibrations of sim/data/calib/ for the GPU (or CALIB_DIR with
-# calib-MODEL.csv files, as experiments/fidelity.sh writes them). CLOCK=auto|on|off: the calibrated
+# calib-MODEL.csv files, as experiments/fidelity.sh writes them; or CALIB_FROM=GPU: that card's shipped
+# calibrations carried to the GPU, sim --calib-from). CLOCK=auto|on|off: the calibrated
 # prediction's --clock (the card's clock under its power limit) [auto]. INTERVAL=P: the calibrated
 # prediction's P% interval too (sim --interval P), and OUT/coverage.csv: for each run and metric, the
 # interval, the live figure and whether it lies inside.
@@ -31,6 +32,7 @@ echo "model,policy,scheduler,rps,backend,metric,predicted,live,error_pct" >"$out
 for model in $models; do
     calib=()
     [ -n "${CALIB_DIR:-}" ] && calib=(--calib "$CALIB_DIR/calib-$model.csv")
+    [ -n "${CALIB_FROM:-}" ] && calib=(--calib-from "$CALIB_FROM")
     for policy in dual block; do
         for sched in static phase; do
             for rps in 1 4; do
@@ -39,15 +41,15 @@ for model in $models; do
                 [ "$sched" = static ] && batch=(--max-batch 8)
                 args=(--model "$model" --gpu "$gpu" --policy "$policy" --scheduler "$sched" --rps "$rps"
                       --requests 16 --lengths "lognormal:6.0,0.7,5.0,0.6" --gen-len 128 "${batch[@]}"
-                      --eos bulk --seed 7 --cost calibrated --clock "${CLOCK:-auto}" --extrapolate "${calib[@]}" --quiet --no-progress --json)
+                      --eos bulk --seed 7 --cost calibrated --clock "${CLOCK:-auto}" --extrapolate --quiet --no-progress --json)
                 live="$scratch/$tag-gpu.json"
                 if [ "${REUSE_LIVE:-0}" != 1 ] || [ ! -s "$live" ]; then
-                    "$bin" sim "${args[@]}" --executor gpu >"$live" || continue
+                    "$bin" sim "${args[@]}" "${calib[@]}" --executor gpu >"$live" || continue
                 fi
-                "$bin" sim "${args[@]}" >"$scratch/$tag-model.json" || continue
+                "$bin" sim "${args[@]}" "${calib[@]}" >"$scratch/$tag-model.json" || continue
                 "$bin" sim "${args[@]}" --cost roofline >"$scratch/$tag-roofline.json" || continue
                 if [ -n "${INTERVAL:-}" ]; then
-                    "$bin" sim "${args[@]}" --interval "$INTERVAL" >"$scratch/$tag-interval.json" || continue
+                    "$bin" sim "${args[@]}" "${calib[@]}" --interval "$INTERVAL" >"$scratch/$tag-interval.json" || continue
                     python3 - "$scratch/$tag-interval.json" "$live" "$model,$policy,$sched,$rps" >>"$out/coverage.csv" <<'PY'
 import json, sys
 p, l = (json.load(open(f)) for f in sys.argv[1:3])

@@ -60,6 +60,10 @@ for n in "${names[@]}"; do
         # a table: cells as labels, rules as arrows, no data plotted
         if [ "$(grep -c '^set label' "$gp")" -ge 6 ] && grep -q '^set arrow' "$gp" && ! grep -q 'set [xy]label' "$gp" &&
             [ "$(grep '^plot' "$gp")" = "plot NaN notitle" ]; then ok; else bad "$n" "the paper's table is not drawn as a table"; fi
+        # its overloaded runs named in a note, where it has any
+        if grep -q $'\toverloaded\t1$' "$d/points.tsv"; then
+            grep -q "Overloaded (arrivals outpace what it serves" "$gp" && ok || bad "$n" "overloaded runs behind the table, no note names them"
+        fi
         continue
     fi
     # axis labels in words with units
@@ -89,6 +93,23 @@ for n in "${names[@]}"; do
     # a bar chart where the paper's is one
     if [[ " $bars " == *" $n "* ]]; then
         grep -Eq 'with (boxes|histograms)|style data histograms' "$gp" && ok || bad "$n" "the paper's bar chart is drawn without bars"
+    fi
+    # how each system is known, in its legend entry, where the points say (points.known)
+    if [ -s "$d/points.known" ] && awk -F'\t' '$4 != "" { f = 1 } END { exit !f }' "$d/points.known"; then
+        sed -n '/^# the legend/,$p' "$gp" | grep -Eq "title '[^']*\((validated|measured|modelled)[^']*\)'" && ok ||
+            bad "$n" "no legend entry says how its system is known"
+    fi
+    # an overloaded run's point or bar marked: a black cross in a panel and the legend's entry, exactly
+    # where a drawn run was overloaded (a figure of no overloaded run names none)
+    drawn_over=$(grep -c "pt 2 ps 2.4 lw 2 lc rgb '#000000' notitle" "$gp")
+    named=$(sed -n '/^# the legend/,$p' "$gp" | grep -c "title 'overloaded: its arrivals outpace what it serves'")
+    if grep -q $'\toverloaded\t1$' "$d/points.tsv" && [ "$drawn_over" = 0 ]; then
+        bad "$n" "its points hold overloaded runs, none is crossed"
+    fi
+    if [ "$drawn_over" -gt 0 ]; then
+        [ "$named" = 1 ] && ok || bad "$n" "an overloaded run is crossed, the legend does not say what the cross is"
+    else
+        [ "$named" = 0 ] && ok || bad "$n" "the legend names the overloaded cross, no run carries it"
     fi
     # the legend outside the data: no key in the panels (unset key before the first plot, no titled
     # plot there), one key set at the screen, under them

@@ -169,6 +169,7 @@ contains "plan size, a bad --shard" "is not K/N"
 for sql in "UPDATE plan_candidates SET status = 'done' WHERE candidate = 2" \
     "UPDATE plan_candidates SET candidate = 99 WHERE candidate = 2" \
     "UPDATE plan_candidates SET label = printf('%.2000c', 'x') WHERE candidate = 2" \
+    "UPDATE plan_candidates SET label = printf('%.1024c', 'x') WHERE candidate = 2" \
     "UPDATE plan_candidates SET replicas = -3 WHERE candidate = 2"; do
     rm -rf "$tmp/plan-bad" && cp -r "$tmp/plan-1" "$tmp/plan-bad" && rm "$tmp/plan-bad/plan.csv"
     python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()' \
@@ -177,6 +178,32 @@ for sql in "UPDATE plan_candidates SET status = 'done' WHERE candidate = 2" \
     contains "plan size, a crafted plan.db ($sql)" "plan-bad/plan.db: plan_candidates"
     [ ! -e "$tmp/plan-bad/plan.csv" ] && ok || bad "plan size, a crafted plan.db: plan.csv written"
 done
+# a label one byte short of the field's end is the longest a row may hold: kept
+rm -rf "$tmp/plan-bad" && cp -r "$tmp/plan-1" "$tmp/plan-bad"
+python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()' \
+    "$tmp/plan-bad/plan.db" "UPDATE plan_candidates SET label = printf('%.1023c', 'x') WHERE candidate = 2"
+expect 0 "plan size, a plan.db label of 1,023 bytes" -- "$bin" plan size "${size[@]}" --out "$tmp/plan-bad"
+# what sizes a plan is its key, every word of it: the workload's last option changed, the folder is another plan's
+expect 2 "plan size, the last option changed" -- "$bin" plan size "${size8[@]:0:${#size8[@]}-1}" 150 --out "$tmp/plan-8"
+contains "plan size, the last option changed" "holds another plan"
+# --force starts the plan over: every candidate sized again, none kept
+expect 0 "plan size --force" -- "$bin" plan size "${size8[@]}" --force --out "$tmp/plan-8"
+contains "plan size --force" "8 candidates, 8 sized in"
+grep -q "kept from" "$tmp/out" && bad "plan size --force: candidates kept" || ok
+# a plan gone on from its database alone is the plan run through: its ranks, prices (GPUs a replica,
+# --tp) and the reasons of the candidates not ranked, read back from plan.db
+printf -- '--tp 1 2\n--policy dual block\n' >"$tmp/space-tp.txt"
+tp=(--rps 25 --slo p90=5s --space "$tmp/space-tp.txt" --confidence 0 --max-replicas 1 --gpu h200 --lengths "fixed:128,64"
+    --gen-len 64 --requests 200)
+expect 0 "plan size over --tp" -- "$bin" plan size "${tp[@]}" --out "$tmp/plan-tp"
+grep -v '^  space' "$tmp/out" >"$tmp/plan-tp.out"
+cp "$tmp/plan-tp/plan.csv" "$tmp/plan-tp.csv"
+grep -q "needs more than 1 replicas" "$tmp/plan-tp.out" && grep -q '^ *1[*] .* 2 .*tp=2' "$tmp/plan-tp.out" && ok ||
+    bad "plan size over --tp: not the plan this test needs (a candidate of 2 GPUs ranked, one not ranked): $(cat "$tmp/plan-tp.out")"
+expect 0 "plan size over --tp, gone on" -- "$bin" plan size "${tp[@]}" --out "$tmp/plan-tp"
+contains "plan size over --tp, gone on" "4 kept from"
+grep -v '^  space' "$tmp/out" | cmp -s - "$tmp/plan-tp.out" && ok || bad "plan size over --tp: the plan gone on prints another plan"
+cmp -s "$tmp/plan-tp.csv" "$tmp/plan-tp/plan.csv" && ok || bad "plan size over --tp: the plan gone on writes another plan.csv"
 # a floor no candidate's decoder publishes: none ranked, each said
 expect 0 "plan size --accuracy" -- "$bin" plan size "${size[@]}" --accuracy "gsm8k>=50"
 contains "plan size --accuracy" "its decoder publishes no accuracy on gsm8k"

@@ -24,7 +24,10 @@
 # yaround=Y (the data's range, held open to include Y and 5% either side: a ratio near 1), xfmt=FORMAT,
 # yfmt=FORMAT (the tics' gnuplot format), xtics=STEP (a tic every STEP).
 # A series (a name in the legend) keeps one colour and marker in every panel; no two series share
-# both. The legend is drawn once, under the panels, outside every panel's data. FIG_DASHES=1 gives
+# both. Its legend entry says how its system is known (validated, measured or modelled: the points'
+# own, OUT/points.known), and a point or bar of an overloaded run (its arrivals outpace what it
+# serves, so its latency grows with the run's length: sim/docs/steps.md) carries a black cross, the
+# legend saying so. The legend is drawn once, under the panels, outside every panel's data. FIG_DASHES=1 gives
 # each series its own dash pattern too (for curves that lie close together).
 
 # the series' styles: colours (Okabe-Ito and Tableau) and filled markers, their hollow twins for
@@ -38,7 +41,8 @@ FIG_DASH=(1 2 4 5 3 1 2 4 5 3 1 2)
 source "$(dirname "${BASH_SOURCE[0]}")/../../analysis/lib_gnuplot.sh"
 
 fig_reset() {
-    FIG_NCOLS=0 FIG_NPANELS=0 FIG_TABLE_TITLE=""
+    FIG_NCOLS=0 FIG_NPANELS=0 FIG_TABLE_TITLE="" FIG_MARKED=0
+    declare -gA FIG_KNOWN=()
     FIG_PANEL=() FIG_PLOTS=() FIG_BARDATA=() FIG_KINDS=() FIG_SCALES=()
     FIG_SERIES=() FIG_KIND=() FIG_STYLE=() FIG_ROWS=() FIG_NOTES=()
 }
@@ -103,7 +107,23 @@ fig_panel() {
 fig_lines() { fig_panel lines "$@"; }
 fig_bars() { fig_panel bars "$@"; FIG_BARDATA[FIG_NPANELS]=""; }
 
-# fig_curve SERIES SYSTEM WORKLOAD METRIC [paper]: a curve in the last panel
+# fig_known SERIES SYSTEM WORKLOAD: how the points of SYSTEM in WORKLOAD are known, kept for SERIES's
+# legend entry (several ways: each, joined by "/")
+fig_known() {
+    local k
+    # shellcheck disable=SC2154 # out: the experiment's folder, set by paper_init (lib/paper.sh)
+    k=$(awk -F'\t' -v s="$2" -v w="$3" '$1 == s && $2 == w && $4 != "" && !seen[$4]++ { printf "%s%s", n++ ? "/" : "", $4 }' \
+        "$out/points.known" 2>/dev/null)
+    [ -z "$k" ] || [ -n "${FIG_KNOWN[$1]:-}" ] || FIG_KNOWN[$1]=$k
+}
+
+# fig_overloaded SYSTEM WORKLOAD X: whether that point's run was overloaded
+fig_overloaded() {
+    [ "$(value overloaded "$1" "$2" "$3")" = 1 ]
+}
+
+# fig_curve SERIES SYSTEM WORKLOAD METRIC [paper]: a curve in the last panel, a cross on each point
+# of an overloaded run
 fig_curve() {
     local name=$1 s=$2 w=$3 m=$4 p=$FIG_NPANELS n f
     # shellcheck disable=SC2154 # out: the experiment's folder, set by paper_init (lib/paper.sh)
@@ -116,6 +136,13 @@ fig_curve() {
     mv "$f" "$out/points/fig-$p-$n.dat"
     f="$out/points/fig-$p-$n.dat"
     FIG_PLOTS[p]+="${FIG_PLOTS[p]:+, }$(gp_file "$f") using 1:2 with linespoints ls $n notitle"
+    fig_known "$name" "$s" "$w"
+    awk -F'\t' -v s="$s" -v w="$w" 'NR == FNR { if ($1 == s && $2 == w && $4 == "overloaded" && $5 == 1) o[$3 + 0] = 1; next }
+        ($1 + 0) in o' "$out/points.tsv" "$f" >"$f.over"
+    if [ -s "$f.over" ]; then
+        FIG_MARKED=1
+        FIG_PLOTS[p]+=", $(gp_file "$f.over") using 1:2 with points pt 2 ps 2.4 lw 2 lc rgb '#000000' notitle"
+    fi
     [ "${5:-}" = paper ] || return 0
     awk -F'\t' -v s="$s" -v w="$w" -v m="$m" -v k="${FIG_SCALES[p]}" \
         '$1 == s && $2 == w && $4 == m && $3 ~ /^[0-9.eE+-]+$/ { print $3, $5 * k }' "$out/paper.tsv" | sort -g >"$f.paper"
@@ -129,11 +156,14 @@ fig_bar() {
     local v
     v=$(value "$6" "$3" "$4" "$5")
     [ -n "$v" ] || { echo "$EXP: no value for the bar '$2' of '$1' ($3, $4, $5, $6)" >&2; exit 1; }
-    fig_bar_value "$1" "$2" "$v"
+    local over=0
+    fig_overloaded "$3" "$4" "$5" && over=1 FIG_MARKED=1
+    fig_bar_value "$1" "$2" "$v" "$over"
+    fig_known "$2" "$3" "$4"
 }
 fig_bar_value() {
     fig_add_series "$2" bar
-    FIG_BARDATA[FIG_NPANELS]+="$1"$'\t'"$2"$'\t'"$(awk -v v="$3" -v k="${FIG_SCALES[FIG_NPANELS]}" 'BEGIN { print v * k }')"$'\n'
+    FIG_BARDATA[FIG_NPANELS]+="$1"$'\t'"$2"$'\t'"$(awk -v v="$3" -v k="${FIG_SCALES[FIG_NPANELS]}" 'BEGIN { print v * k }')"$'\t'"${4:-0}"$'\n'
 }
 
 # fig_bar_plots P: the gnuplot settings and plot clauses of bar panel P: a cluster a group, a bar a
@@ -145,11 +175,12 @@ fig_bar_plots() {
         BEGIN { n = split(names, all, "\n"); for (i = 1; i <= n; i++) style[all[i]] = i }
         !($1 in g) { g[$1] = ng++; gname[ng - 1] = $1 }
         !($2 in s) { s[$2] = ns++; sname[ns - 1] = $2 }
-        { v[$1, $2] = $3 }
+        { v[$1, $2] = $3; o[$1, $2] = $4 }
         END {
             w = 0.8 / ns
             for (gi = 0; gi < ng; gi++) for (si = 0; si < ns; si++) if ((gname[gi], sname[si]) in v)
-                printf "%.6g %s %d %.6g\n", gi + (si - (ns - 1) / 2) * w, v[gname[gi], sname[si]], style[sname[si]], w * 0.92
+                printf "%.6g %s %d %.6g %d\n", gi + (si - (ns - 1) / 2) * w, v[gname[gi], sname[si]], style[sname[si]], w * 0.92,
+                    o[gname[gi], sname[si]]
             printf "#xtics"; for (gi = 0; gi < ng; gi++) printf "\t%s\t%d", gname[gi], gi; printf "\n"
             printf "#range %.3f %.3f\n", -0.5, ng - 0.5
         }' >"$f"
@@ -167,6 +198,8 @@ fig_bar_plots() {
         clauses+="${clauses:+, }$gpf using (\$3 == $st ? \$1 : NaN):2:4 with boxes ls $st dt 1 notitle"
     done < <(grep -v '^#' "$f" | awk '!seen[$3]++ { print $3 }')
     clauses+=", $gpf using 1:2:(\$2 >= 10000 ? sprintf('%.3g', \$2 / 10 ** (3 * floor(log10(\$2) / 3))) . word('k M G T', floor(log10(\$2) / 3)) : sprintf(\$2 >= 100 ? '%.0f' : '%.3g', \$2)) with labels offset 0,0.6 font ',9' notitle"
+    # an overloaded run's bar: a cross inside it, halfway up (its value's label stays clear above)
+    grep -q ' 1$' "$f" && clauses+=", $gpf using 1:(\$5 > 0 ? \$2 / 2 : NaN) with points pt 2 ps 2.4 lw 2 lc rgb '#000000' notitle"
     FIG_PLOTS[p]=$clauses
 }
 
@@ -175,8 +208,16 @@ fig_row() { FIG_ROWS+=("$(printf '%s\t' "$@")"); }
 
 # fig_draw TITLE: OUT/figure.png and OUT/figure.gp from the panels (or the table) described
 fig_draw() {
-    local title=${FIG_TITLE:-$1}
+    local title=${FIG_TITLE:-$1} over
     if [ -n "$FIG_TABLE_TITLE" ]; then
+        # a table's cells carry no mark: a note says which systems' runs behind it were overloaded
+        over=$(awk -F'\t' '$4 == "overloaded" && $5 != "" { n[$1]++; o[$1] += ($5 == 1) }
+                END { for (s in n) if (o[s]) print s, o[s], n[s] }' "$out/points.tsv" | sort |
+            awk -v N="$(awk -F'\t' '$4 == "overloaded" && $5 != "" { n++ } END { print n + 0 }' "$out/points.tsv")" '
+                { O += $2; list = list sprintf(" %s %d of %d;", $1, $2, $3) }
+                END { if (O) printf "Overloaded (arrivals outpace what it serves, so latency grows with the run'"'"'s length): %d of the %d runs behind this table:%s", O, N, list }' |
+            sed 's/;$/./')
+        [ -z "$over" ] || FIG_NOTES+=("$over")
         fig_table_gp >"$out/figure.gp"
     else
         [ "$FIG_NPANELS" -gt 0 ] || return 0
@@ -203,10 +244,15 @@ fig_panels_gp() {
     [ $W -lt $((10 * ${#title} + 40)) ] && W=$((10 * ${#title} + 40))
     [ $W -lt 640 ] && W=640
     # the legend's columns: as many entries a row as the canvas holds at the longest's width
-    legcols=$((W / ($(printf '%s\n' "${FIG_SERIES[@]}" | awk '{ if (length($0) > m) m = length($0) } END { print m }') * 15 / 2 + 80)))
+    local titles=() over="overloaded: its arrivals outpace what it serves" i
+    for i in "${!FIG_SERIES[@]}"; do
+        titles+=("${FIG_SERIES[i]}${FIG_KNOWN[${FIG_SERIES[i]}]:+ (${FIG_KNOWN[${FIG_SERIES[i]}]})}")
+    done
+    [ "$FIG_MARKED" = 1 ] && titles+=("$over")
+    legcols=$((W / ($(printf '%s\n' "${titles[@]}" | awk '{ if (length($0) > m) m = length($0) } END { print m }') * 9 + 90)))
     [ $legcols -lt 1 ] && legcols=1
-    [ $legcols -gt ${#FIG_SERIES[@]} ] && legcols=${#FIG_SERIES[@]}
-    legrows=$(((${#FIG_SERIES[@]} + legcols - 1) / legcols))
+    [ $legcols -gt ${#titles[@]} ] && legcols=${#titles[@]}
+    legrows=$(((${#titles[@]} + legcols - 1) / legcols))
     local lines=()
     mapfile -t lines < <(fig_wrap $((W - 20)))
     leg=$((22 * legrows + 20)) notes=$((18 * ${#lines[@]} + 6))
@@ -250,8 +296,9 @@ fig_panels_gp() {
     for i in "${!FIG_SERIES[@]}"; do
         local with="linespoints"
         case ${FIG_KIND[i]} in ref) with="lines" ;; bar) with="boxes fs solid 0.85 border lc rgb '#333333'" ;; paper) with="points" ;; esac
-        clauses+="${clauses:+, }NaN with $with ls $((i + 1)) title $(gp_str "${FIG_SERIES[i]}")"
+        clauses+="${clauses:+, }NaN with $with ls $((i + 1)) title $(gp_str "${titles[i]}")"
     done
+    [ "$FIG_MARKED" = 1 ] && clauses+=", NaN with points pt 2 ps 1.5 lw 2 lc rgb '#000000' title $(gp_str "$over")"
     echo "plot $clauses"
     echo "unset multiplot"
 }

@@ -9,6 +9,9 @@
 #                                        --strict: exit 1 when a trend does not hold
 #   point SYSTEM WORKLOAD X SIM-ARGS...   one `tessera sim` run (its summary as JSON in
 #                                        OUT/points/), its metrics appended to OUT/points.tsv
+#                                        (overloaded among them: 1 or 0, empty where too few
+#                                        requests arrived to tell), and how its system is known
+#                                        (validated, measured or modelled) to OUT/points.known
 #   derived METRIC SYSTEM WORKLOAD X V   a number computed from the points (value, ratio, ratio_of)
 #   derived_range METRIC SYSTEM WORKLOAD X V...   its range over the experiment's assumptions
 #   paper METRIC SYSTEM WORKLOAD X VALUE a number the paper prints, beside tessera's point
@@ -56,9 +59,10 @@ paper_init() {
     fi
     [ -e "$out" ] && [ ! -d "$out" ] && { echo "$EXP: $out is not a folder" >&2; exit 2; }
     mkdir -p "$out/points" || exit 2
-    rm -f "$out"/points/* "$out/points.tsv" "$out/points.idx" "$out/paper.tsv" "$out/checks.tsv" "$out/whys.tsv" \
+    rm -f "$out"/points/* "$out/points.tsv" "$out/points.known" "$out/points.idx" "$out/paper.tsv" "$out/checks.tsv" "$out/whys.tsv" \
         "$out/failing.tsv"
     : >"$out/points.tsv"
+    : >"$out/points.known"
     : >"$out/paper.tsv"
     : >"$out/checks.tsv"
     : >"$out/whys.tsv"
@@ -84,9 +88,12 @@ point() {
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$sys" "$wl" "$x" "$(json "$f" model)" "$(json "$f" gpu)" "$npoints" >>"$out/points.idx"
     local m
     for m in throughput_tok_s content_tok_s lat_mean_s lat_p99_s lat_std_s lat_span_s redundancy rows_processed \
-             missed_decodes tokens_decoded static_batch; do
+             missed_decodes tokens_decoded static_batch overloaded; do
         printf '%s\t%s\t%s\t%s\t%s\n' "$sys" "$wl" "$x" "$m" "$(json "$f" $m)" >>"$out/points.tsv"
     done
+    local known
+    known=$(json "$f" known)
+    printf '%s\t%s\t%s\t%s\n' "$sys" "$wl" "$x" "${known%%:*}" >>"$out/points.known"
     printf '%s %-12s %-10s x = %-6s %s tok/s\n' "$EXP" "$sys" "$wl" "$x" "$(json "$f" throughput_tok_s)" >&2
 }
 
