@@ -20,6 +20,10 @@
 #                  `tessera exp run mechanisms`
 #   ar             the same weights decoding autoregressively (policy ar: the prompt once, then one
 #                  row a step over the K/V cache), as vLLM serves a model (--system vllm)
+#   ar-dflash      the same AR model with a DFlash drafter (policy dflash: 5 layers of its shape, blocks of
+#                  16, DFLASH_ACCEPT positions committed a cycle, 6.55 by default: DFlash's published
+#                  acceptance length on GSM8K for Qwen3-8B at temperature 0; lossless under greedy
+#                  decoding): the question a dLLM now meets, as the model or as the drafter
 # and then each at the card's limit: the request scheduler admitting as many as the card's memory holds
 # (LIMIT requests, 1,024 by default; LIMIT=0 leaves it out). Priced by the calibration of tessera's
 # engine for LLaDA-8B on the GPU (its decode steps of one row
@@ -30,7 +34,8 @@
 # and, with gnuplot, OUT/figure.png.
 #
 # Usage: tessera exp run crossover OUT [--force]   (BATCHES="1 2 4 8 16 32 64 128"; LIMIT=1024; GPU=h200;
-#        MODEL=llada-8b; LENGTHS=fixed:512,256; DECODE=threshold:llada-gsm8k; COST=calibrated; or
+#        MODEL=llada-8b; LENGTHS=fixed:512,256; DECODE=threshold:llada-gsm8k; COST=calibrated;
+#        DFLASH_ACCEPT=6.55; or
 #        experiments/crossover.sh OUT with TESSERA=path)
 set -uo pipefail
 source "$(dirname "$0")/lib/plot.sh"
@@ -55,6 +60,7 @@ args() {
         dpad-parallel) echo --policy dpad --dpad-cache dual --decode "$decode" ;;
         d2f-parallel) echo --policy d2f --decode "$decode" ;;
         ar) echo --system vllm ;;
+        ar-dflash) echo --system vllm --policy dflash --dflash-accept "${DFLASH_ACCEPT:-6.55}" ;;
     esac
 }
 limit=${LIMIT:-1024}
@@ -62,7 +68,7 @@ limit=${LIMIT:-1024}
 for b in $batches $([ "$limit" -gt 0 ] && echo 0); do
     n=$((4 * b > 8 ? 4 * b : 8))
     [ "$b" = 0 ] && n=$limit
-    for sys in vanilla dual dual-parallel dpad-parallel d2f-parallel ar; do
+    for sys in vanilla dual dual-parallel dpad-parallel d2f-parallel ar ar-dflash; do
         # shellcheck disable=SC2046
         json=$("$bin" sim $(args $sys) --model "$model" --gpu "$gpu" --scheduler request --max-batch "$b" \
             --lengths "$lengths" --gen-len "$gen" --requests "$n" --rps 1000000 --seed 1 "${cost[@]}" \
@@ -77,21 +83,21 @@ print(json.dumps({"system": sys_, "batch": b, "mean_batch": m["request_steps"] /
 PY
     done
 done
-python3 - "$out" "$model" "$gpu" "$lengths" "$decode" "${COST:-calibrated}" <<'PY' || exit 1
+python3 - "$out" "$model" "$gpu" "$lengths" "$decode" "${COST:-calibrated}" "${DFLASH_ACCEPT:-6.55}" <<'PY' || exit 1
 import json, os, sys
-out, model, gpu, lengths, decode, cost = sys.argv[1:]
+out, model, gpu, lengths, decode, cost, tau = sys.argv[1:]
 every = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
 rows = [r for r in every if r["batch"] > 0]
 limit = {r["system"]: r for r in every if r["batch"] == 0}
-systems = ["vanilla", "dual", "dual-parallel", "dpad-parallel", "d2f-parallel", "ar"]
-dllm = systems[:-1]
+systems = ["vanilla", "dual", "dual-parallel", "dpad-parallel", "d2f-parallel", "ar", "ar-dflash"]
+dllm = systems[:-2]
 tput = {(r["system"], r["batch"]): r["throughput_tok_s"] for r in rows}
 jtok = {(r["system"], r["batch"]): r["energy_per_token_j"] for r in rows}
 batches = sorted({r["batch"] for r in rows})
-def crossover(s):
-    """the smallest batch from which the AR model's throughput is at least s's at every larger one"""
+def crossover(s, ar="ar"):
+    """the smallest batch from which the AR model's (ar's) throughput is at least s's at every larger one"""
     for b in batches:
-        if all(tput[("ar", c)] >= tput[(s, c)] for c in batches if c >= b):
+        if all(tput[(ar, c)] >= tput[(s, c)] for c in batches if c >= b):
             return b
     return None
 with open(os.path.join(out, "report.md"), "w") as f:
@@ -109,6 +115,23 @@ with open(os.path.join(out, "report.md"), "w") as f:
         c = crossover(s)
         f.write("- %s: %s\n" % (s, "the AR model is ahead from batch %d on" % c if c else "ahead of the AR model at every batch"))
     lo, hi = batches[0], batches[-1]
+    best = max(dllm, key=lambda s: tput[(s, lo)])
+    f.write("\n## The dLLM as the model, or as the drafter\n\n"
+            "The AR model with a DFlash drafter (5 layers of the model's shape, blocks of 16, %s positions "
+            "committed a cycle on average: tau), against the AR model alone and the fastest dLLM variant at "
+            "batch %d (%s). A cycle is the drafter's forward and the target's verify of the block, priced "
+            "by the same cost model.\n\n| batch | ar | ar-dflash | DFlash over AR | %s | ar-dflash over it |\n"
+            "|---|---|---|---|---|---|\n" % (tau, lo, best, best))
+    for b in batches:
+        f.write("| %d | %.0f | %.0f | %.2fx | %.0f | %.2fx |\n" % (b, tput[("ar", b)], tput[("ar-dflash", b)],
+                tput[("ar-dflash", b)] / tput[("ar", b)], tput[(best, b)], tput[("ar-dflash", b)] / tput[(best, b)]))
+    stop = next((b for b in batches if all(tput[("ar", c)] >= tput[("ar-dflash", c)] for c in batches if c >= b)), None)
+    f.write("\n- the drafter %s\n" % ("stops paying from batch %d on: AR alone serves as many tokens/s or more" % stop
+                                      if stop else "pays at every batch here: its speedup over AR at batch %d is %.2fx"
+                                      % (hi, tput[("ar-dflash", hi)] / tput[("ar", hi)])))
+    over = [b for b in batches if tput[("ar-dflash", b)] > tput[(best, b)]]
+    f.write("- the AR model with the drafter is ahead of the fastest dLLM variant at %s\n"
+            % ("batches " + ", ".join(map(str, over)) if over else "no batch"))
     checks = [
         ("at batch %d the dLLM with its cache and parallel decoding is ahead of AR" % lo,
          tput[("dual-parallel", lo)] > tput[("ar", lo)]),
@@ -120,6 +143,8 @@ with open(os.path.join(out, "report.md"), "w") as f:
          and crossover("d2f-parallel") > crossover("dual-parallel")),
         ("the dLLM's lead shrinks with the batch: AR over dual-parallel grows from batch %d to %d" % (lo, hi),
          tput[("ar", hi)] / tput[("dual-parallel", hi)] > tput[("ar", lo)] / tput[("dual-parallel", lo)]),
+        ("DFlash's speedup over AR shrinks as the batch grows, from batch %d to %d" % (lo, hi),
+         tput[("ar-dflash", hi)] / tput[("ar", hi)] < tput[("ar-dflash", lo)] / tput[("ar", lo)]),
     ]
     if limit:
         f.write("\nAt the card's limit (the request scheduler admitting as many as its memory holds), tokens/s "
@@ -129,7 +154,7 @@ with open(os.path.join(out, "report.md"), "w") as f:
         checks.append(("at the card's limit AR serves more tokens/s than every dLLM variant",
                        all(limit["ar"]["throughput_tok_s"] > limit[s]["throughput_tok_s"] for s in dllm)))
     f.write("\nEnergy, joules a generated token (sim/docs/cost-model.md, \"Energy\"):\n\n")
-    f.write("| batch | vanilla | dual | dual-parallel | dpad-parallel | d2f-parallel | ar |\n|---|---|---|---|---|---|---|\n")
+    f.write("| batch | vanilla | dual | dual-parallel | dpad-parallel | d2f-parallel | ar | ar-dflash |\n|---|---|---|---|---|---|---|---|\n")
     for b in batches:
         f.write("| %d | %s |\n" % (b, " | ".join("%.3f" % jtok[(s, b)] for s in systems)))
     f.write("\n| trend the studies report | in tessera |\n|---|---|\n")
@@ -142,19 +167,20 @@ with open(os.path.join(out, "report.md"), "w") as f:
                 d.write("%d %g\n" % (b, tput[(s, b)]))
             d.write("\n\n")
 PY
-plot_png crossover.sh "$out/figure.png" 800 520 <<EOF
+plot_png crossover.sh "$out/figure.png" 800 640 <<EOF
 set title $(gp_str "$model on $gpu: a dLLM against AR serving by batch size")
 set xlabel "Batch size (requests running at once)"
 set ylabel "Throughput (generated tokens/s)"
 set logscale x 2
 set logscale y
-set key bottom right
+set key below maxcols 2
 set grid
 plot $(gp_file "$out/figure.dat") index 0 using 1:2 with linespoints lc rgb '#999999' pt 6 title "dLLM, no cache, one token a step", \
      "" index 1 using 1:2 with linespoints lc rgb '#0072B2' pt 5 title "dLLM, dual cache, one token a step", \
      "" index 2 using 1:2 with linespoints lc rgb '#009E73' pt 7 title "dLLM, dual cache, parallel decoding", \
      "" index 3 using 1:2 with linespoints lc rgb '#CC79A7' pt 13 title "dLLM, DPad over the dual cache, parallel decoding", \
      "" index 4 using 1:2 with linespoints lc rgb '#E69F00' pt 11 title "dLLM, D2F's pipelined blocks, parallel decoding", \
-     "" index 5 using 1:2 with linespoints lc rgb '#D55E00' pt 9 lw 2 title "AR (the same transformer)"
+     "" index 5 using 1:2 with linespoints lc rgb '#D55E00' pt 9 lw 2 title "AR (the same transformer)", \
+     "" index 6 using 1:2 with linespoints lc rgb '#000000' pt 15 lw 2 dt 2 title "AR with a DFlash drafter (lossless)"
 EOF
 echo "crossover: $out/report.md, $out/results.jsonl$([ -s "$out/figure.png" ] && echo ", $out/figure.png")"

@@ -3,7 +3,7 @@
 #
 # One H100 serving 100 ShareGPT-shaped requests at 1 req/s (256 generated positions each, blocks of
 # 32, request-level continuous batching), priced by the calibration of tessera's engine for each model
-# on the H100 (LLaDA2.0-mini's carried from the H200). The mechanisms fall into three model groups,
+# on the H100 (LLaDA2.0-mini's carried from the H200). The mechanisms fall into model groups,
 # since a block-causal mechanism needs a block-causal model; within a group the decode threshold, the
 # knob the papers tie speed to, is held at one value:
 #   LLaDA-8B (bidirectional), threshold decoding at 0.9 (Fast-dLLM's GSM8K profile, TPF 2.77):
@@ -29,6 +29,9 @@
 #     LLaDA2.1's token editing in its Quality and Speed modes (TPF 3.12, 5.34: their model card's)
 #   Fast-dLLM v2 7B (its own model and H100 calibration), one token a step (its GSM8K setting):
 #     block diffusion against fdllm-v2 with and without its DualCache
+#   LLaDA-8B's shape decoding autoregressively: the AR baseline (policy ar) against it with a DFlash
+#     drafter (policy dflash: 5 drafter layers of its shape, blocks of 16, 6.55 positions a cycle: DFlash's
+#     published acceptance length on GSM8K for Qwen3-8B; lossless under greedy verification)
 # Each mechanism runs twice: at the rate (its mean and p99 latency, the KV pool's peak in use, and
 # the rows the decoding steps run for each token they decode: FOCUS's redundancy, the work a mechanism
 # saves) and with every request there at once (its throughput: what the card serves flat out).
@@ -104,6 +107,8 @@ fdv2=(--model fast-dllm-v2-7b --decode fixed:1)
 run fdv2 block "${fdv2[@]}" --policy block
 run fdv2 fdllm-v2 "${fdv2[@]}" --policy fdllm-v2 --block 8
 run fdv2 fdllm-v2-dual "${fdv2[@]}" --policy fdllm-v2 --block 8 --v2-dual 1
+run ar ar --model llada-8b --policy ar
+run ar dflash --model llada-8b --policy dflash # (its commits its own: no decoder)
 
 # HERALD over the context: SDAR-8B, 64 requests of P tokens and 256 generated, all there at once
 for P in 2048 8192 30000; do
@@ -126,19 +131,21 @@ out, prophet = sys.argv[1], sys.argv[2]
 rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
 by = {(r["group"], r["name"]): r for r in rows}
 TITLE = {"llada": "LLaDA-8B, threshold 0.9 (TPF 2.77)", "sdar": "SDAR-8B, threshold decoding (TPF 2.0)",
-         "mini": "LLaDA2.0-mini, block diffusion", "fdv2": "Fast-dLLM v2 7B, one token a step"}
+         "mini": "LLaDA2.0-mini, block diffusion", "fdv2": "Fast-dLLM v2 7B, one token a step",
+         "ar": "LLaDA-8B's shape decoding autoregressively"}
 LABEL = {"sparsed": "sparsed, no cache", "dpad": "dpad, no cache", "block": "block", "d2cache": "d2cache (one block)", "elastic": "elastic (refresh every 32)", "dkv-cache": "dkv-cache (refresh every 8)", "dpad-dual": "dpad over the dual cache",
          "dual-prophet": "dual + Prophet (F = %s)" % prophet, "d2f-0": "d2f, semi-activated none",
          "d2f-0.5": "d2f, semi-activated half", "d2f-1": "d2f, semi-activated all", "fdllm-v2": "fdllm-v2 (Fast-dLLM v2)",
          "fdllm-v2-dual": "fdllm-v2, DualCache", "herald": "herald (K/V on the host)", "spiffy": "block + Spiffy (3 drafts, TPF 2.9)",
          "linear-spec": "linear-spec (a draft and a verify, 5.46 a round)", "block-prophet": "block + Prophet (F = %s)" % prophet,
          "llada2.0": "LLaDA2.0 threshold (TPF 2.55)", "llada2.1-q": "LLaDA2.1 editing, Q mode (TPF 3.12)",
-         "llada2.1-s": "LLaDA2.1 editing, S mode (TPF 5.34)"}
+         "llada2.1-s": "LLaDA2.1 editing, S mode (TPF 5.34)", "ar": "ar (a token a step)",
+         "dflash": "ar + DFlash drafter (tau 6.55; the target's rows)"}
 with open(os.path.join(out, "report.md"), "w") as f:
     f.write("# The mechanisms on one card\n\n%d requests of ShareGPT's lengths, 256 positions each, request-level "
             "batching; %s. Latency, KV and rows at the experiment's rate; tokens/s with every request there at once."
             "\n" % (rows[0]["num_finished"], rows[0]["cost"]))
-    for g in ("llada", "sdar", "mini", "fdv2"):
+    for g in ("llada", "sdar", "mini", "fdv2", "ar"):
         f.write("\n## %s\n\n| mechanism | tokens/s flat out | mean (s) | p99 (s) | KV peak (GiB) | rows a decoded token |\n"
                 "|---|---|---|---|---|---|\n" % TITLE[g])
         for r in rows:
@@ -149,6 +156,7 @@ with open(os.path.join(out, "report.md"), "w") as f:
     S = lambda n: by[("sdar", n)]
     M = lambda n: by[("mini", n)]
     V = lambda n: by[("fdv2", n)]
+    A = lambda n: by[("ar", n)]
     checks = [
         ("every run finishes every request", all(r["num_finished"] == rows[0]["num_finished"] for r in rows)),
         ("each cache runs fewer rows a token than no cache on LLaDA-8B",
@@ -188,6 +196,9 @@ with open(os.path.join(out, "report.md"), "w") as f:
          "diffusion at TPF 2.0", S("linear-spec")["rows_per_token"] < S("block")["rows_per_token"]),
         ("on its own model, Fast-dLLM v2's DualCache runs fewer rows a token than its plain path",
          V("fdllm-v2-dual")["rows_per_token"] < V("fdllm-v2")["rows_per_token"]),
+        ("DFlash's drafter shortens the AR model's mean latency at the rate and serves more tokens/s flat out, its "
+         "target running more rows a token (a block of 16 verified for 6.55)", A("dflash")["lat_mean_s"] < A("ar")["lat_mean_s"]
+         and A("dflash")["throughput_tok_s"] > A("ar")["throughput_tok_s"] and A("dflash")["rows_per_token"] > A("ar")["rows_per_token"]),
     ]
     f.write("\n## HERALD over the context\n\nSDAR-8B, 64 requests of P prompt tokens and 256 generated, all there at "
             "once; the abstract reports up to 2.47x the throughput of GPU-only serving, growing with the context.\n\n"
@@ -234,14 +245,16 @@ set bmargin 11
 set xrange [-0.7:$(($(wc -l <"$out/figure.dat") - 1)).7]
 set ylabel "Rows the decoding steps run a decoded token"
 set logscale y
+set yrange [0.5:*]
 set key top right
-plot $(gp_file "$out/figure.dat") using 1:3:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : strcol(5) eq "mini" ? 0x009E73 : 0xCC79A7):xtic(2) with boxes lc rgb variable notitle, \
+plot $(gp_file "$out/figure.dat") using 1:3:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : strcol(5) eq "mini" ? 0x009E73 : strcol(5) eq "ar" ? 0xD55E00 : 0xCC79A7):xtic(2) with boxes lc rgb variable notitle, \
      NaN with boxes lc rgb '#0072B2' title "LLaDA-8B", NaN with boxes lc rgb '#E69F00' title "SDAR-8B", \
-     NaN with boxes lc rgb '#009E73' title "LLaDA2.0-mini", NaN with boxes lc rgb '#CC79A7' title "Fast-dLLM v2 7B"
+     NaN with boxes lc rgb '#009E73' title "LLaDA2.0-mini", NaN with boxes lc rgb '#CC79A7' title "Fast-dLLM v2 7B", \
+     NaN with boxes lc rgb '#D55E00' title "LLaDA-8B's shape, autoregressive"
 set key off
 set yrange [0.1:*]
 set ylabel "p99 latency (s)"
-plot $(gp_file "$out/figure.dat") using 1:4:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : strcol(5) eq "mini" ? 0x009E73 : 0xCC79A7):xtic(2) with boxes lc rgb variable
+plot $(gp_file "$out/figure.dat") using 1:4:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : strcol(5) eq "mini" ? 0x009E73 : strcol(5) eq "ar" ? 0xD55E00 : 0xCC79A7):xtic(2) with boxes lc rgb variable
 unset multiplot
 GP
 echo "mechanisms: $out/report.md, $out/results.jsonl$([ -s "$out/figure.png" ] && echo ", $out/figure.png")"

@@ -360,6 +360,45 @@ static int rounds_step(struct sim *s, double *secs, struct cost_breakdown *bd)
     return 0;
 }
 
+/* The ops of a forward's layers (the drafter runs its own number of them); the rest are once a forward. */
+static bool per_layer_op(int op) { return op != OP_EMBED && op != OP_LM_HEAD && op != OP_SAMPLE; }
+
+/* A speculative policy's drafter (policy_ops.drafter_layers): before the target verifies a request's
+ * block (a BLOCK segment), the drafter runs it, its q rows over the request's context (kv) in one
+ * pass, the masks' q - 1 logit rows through the shared LM head. Priced by the run's back end as the
+ * model's forward of those shapes, the per-layer ops (and the host's issue of them) scaled from the
+ * model's layers to the drafter's; added to the step's seconds and ops. */
+static int price_drafter(struct sim *s, double *secs, struct cost_breakdown *bd)
+{
+    struct step_desc *d = &s->draft_sd;
+    step_desc_clear(d);
+    d->attn_block = s->sd.attn_block;
+    for (int32_t i = 0; i < s->sd.num_segs; i++) {
+        const struct segment *g = &s->sd.segs[i];
+        if (g->phase != PHASE_BLOCK || g->padding)
+            continue;
+        step_desc_add(d, &(struct segment){.req_id = g->req_id, .phase = PHASE_BLOCK, .q = g->q, .kv = g->kv,
+                                           .logit_rows = g->q - 1});
+    }
+    if (d->num_segs == 0)
+        return 0;
+    struct cost_breakdown db;
+    double ds;
+    if (s->cost->step_s(&s->cctx, d, &ds, &db, &s->run_err))
+        return -1;
+    const double share = (double)s->pol->drafter_layers(&s->pcfg) / s->model.num_layers;
+    double added = 0;
+    for (int i = 0; i < OP_COUNT; i++) {
+        const double t = db.op_s[i] * (per_layer_op(i) ? share : 1);
+        bd->op_s[i] += t;
+        added += t;
+    }
+    bd->total_s += added;
+    bd->beyond = bd->beyond || db.beyond;
+    *secs += added;
+    return 0;
+}
+
 static void start_step(struct sim *s)
 {
     step_desc_clear(&s->sd);
@@ -379,7 +418,8 @@ static void start_step(struct sim *s)
     }
     struct cost_breakdown bd;
     double secs;
-    if (s->cost->step_s(&s->cctx, &s->sd, &secs, &bd, &s->run_err) || (s->rounds && rounds_step(s, &secs, &bd))) {
+    if (s->cost->step_s(&s->cctx, &s->sd, &secs, &bd, &s->run_err) || (s->rounds && rounds_step(s, &secs, &bd)) ||
+        (s->pol->drafter_layers && price_drafter(s, &secs, &bd))) {
         s->failed = true;
         return;
     }

@@ -315,6 +315,7 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     s->impl = setup.impl, s->cost = setup.cost, s->planner = setup.planner, s->dm = setup.decode;
     snprintf(s->code_version, sizeof s->code_version, "%s", ts_version());
     step_desc_init(&s->sd);
+    step_desc_init(&s->draft_sd);
     evq_init(&s->evq);
     struct gpu_table *gt = gpu_table_create();
     int rc = sim_model_resolve(cfg, &s->model, err);
@@ -454,6 +455,7 @@ void sim_destroy(struct sim *s)
     free(s->waiting.v);
     free(s->running);
     step_desc_free(&s->sd);
+    step_desc_free(&s->draft_sd);
     evq_free(&s->evq);
     free(s->steps);
     free(s->segs);

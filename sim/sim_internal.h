@@ -133,6 +133,7 @@ struct sim {
 
     /* the step being built / executed */
     struct step_desc sd;
+    struct step_desc draft_sd; /* a speculative policy's drafter forward of the step (price_drafter) */
     int64_t now_ns;
     int64_t step_extra_ns; /* swap traffic charged to the current step */
     bool busy;

@@ -873,6 +873,70 @@ START_TEST(linear_spec_commits_a_run_of_matches)
 }
 END_TEST
 
+/* DFlash by hand (P 16, G 10, B 4 = --dflash-block, every draft matching: --dflash-accept 1e6): the
+ * prompt's forward with one logit row, then a cycle a step, the target verifying the block (its K/V
+ * written, a logit row a position) over the committed K/V and committing all of it, the last block the
+ * 2 left; at --dflash-accept 1 no draft matches: a position a cycle, the block sliding by one. */
+START_TEST(dflash_shapes)
+{
+    struct policy_cfg pc = {.block_size = 32};
+    pc.p[0] = 4, pc.p[1] = 5, pc.p[2] = 1e6;
+    run_life(&policy_dflash, &pc, 16, 10, 10, 1, &L);
+    ck_assert_int_eq(L.n, 4);
+    expect_seg(&L.seg[0], PHASE_PREFILL, 16, 0, 16, 1, 0);
+    expect_seg(&L.seg[1], PHASE_BLOCK, 4, 16, 4, 4, 4);
+    expect_seg(&L.seg[2], PHASE_BLOCK, 4, 20, 4, 4, 4);
+    expect_seg(&L.seg[3], PHASE_BLOCK, 2, 24, 2, 2, 2);
+    pc.p[2] = 1;
+    run_life(&policy_dflash, &pc, 16, 10, 10, 1, &L);
+    ck_assert_int_eq(L.n, 11);
+    for (int j = 0; j < 10; j++) {
+        const int w = TS_MIN(4, 10 - j);
+        expect_seg(&L.seg[1 + j], PHASE_BLOCK, w, 16 + j, w, w, 1);
+    }
+    ck_assert_int_eq(policy_dflash.drafter_layers(&pc), 5);
+    ck_assert_ptr_null(policy_ar.drafter_layers); /* (no other policy drafts) */
+}
+END_TEST
+
+/* DFlash's commits against the law of a run of matches: each draft matching with probability p until
+ * the first miss, a cycle commits k >= 1 with P(k) = (1 - p) p^(k-1), clamped at the block B, so its mean
+ * is (1 - p^B) / (1 - p), which --dflash-accept (tau) sets. In blocks too wide to clamp (B 4096) at tau
+ * 5: p = 4/5, the mean 5 and a fifth of the cycles committing only the target's token, within four
+ * standard errors; at the published block of 16 and GSM8K's tau 6.55: no cycle commits more than 16,
+ * the mean is 6.55 and the share of full blocks p^15 with the p solved here by hand from the mean. */
+START_TEST(dflash_commits_a_run_of_matches)
+{
+    struct policy_cfg pc = {.block_size = 32};
+    pc.p[0] = 4096, pc.p[1] = 5, pc.p[2] = 5;
+    run_life(&policy_dflash, &pc, 64, 15000, 15000, 1, &L);
+    int cycles = 0, ones = 0, full = 0;
+    double sum = 0;
+    for (int j = 1; j + 1 < L.n; j++) {
+        ck_assert(L.seg[j].decoded >= 1 && L.seg[j].decoded <= L.seg[j].q);
+        cycles++, ones += L.seg[j].decoded == 1, sum += L.seg[j].decoded;
+    }
+    ck_assert_int_gt(cycles, 2500);
+    ck_assert_msg(fabs(sum / cycles - 5) < 4 * sqrt(20.0 / cycles), "mean %g over %d cycles", sum / cycles, cycles);
+    ck_assert_msg(fabs((double)ones / cycles - 0.2) < 4 * sqrt(0.2 * 0.8 / cycles), "P(1) %g", (double)ones / cycles);
+    pc.p[0] = 16, pc.p[2] = 6.55;
+    run_life(&policy_dflash, &pc, 64, 15000, 15000, 1, &L);
+    double p = 0.5, step = 0.25; /* (1 - p^16) / (1 - p) = 6.55, by halving the step */
+    for (int i = 0; i < 50; i++, step /= 2)
+        p += (1 - pow(p, 16)) / (1 - p) < 6.55 ? step : -step;
+    cycles = 0, sum = 0, full = 0;
+    double sq = 0;
+    for (int j = 1; j + 1 < L.n; j++) {
+        ck_assert(L.seg[j].decoded >= 1 && L.seg[j].decoded <= 16);
+        cycles++, sum += L.seg[j].decoded, sq += (double)L.seg[j].decoded * L.seg[j].decoded, full += L.seg[j].decoded == 16;
+    }
+    const double mean = sum / cycles, sd = sqrt(sq / cycles - mean * mean), pf = pow(p, 15);
+    ck_assert_msg(fabs(mean - 6.55) < 4 * sd / sqrt(cycles), "mean %g over %d cycles, tau 6.55", mean, cycles);
+    ck_assert_msg(fabs((double)full / cycles - pf) < 4 * sqrt(pf * (1 - pf) / cycles), "full blocks %g, p^15 %g",
+                  (double)full / cycles, pf);
+}
+END_TEST
+
 /* D2F against an oracle written as its code keeps its blocks: a list of blocks, each active, waiting
  * for the cache or cached, with its decoded count and whether it is fully activated. Random shapes
  * and thresholds, a fixed:k decoder and semi-activated blocks decoding all (1) or nothing (0) of it,
@@ -1890,6 +1954,8 @@ int main(void)
     tcase_add_test(tc, dsb_matches_its_window);
     tcase_add_test(tc, linear_spec_shapes);
     tcase_add_test(tc, linear_spec_commits_a_run_of_matches);
+    tcase_add_test(tc, dflash_shapes);
+    tcase_add_test(tc, dflash_commits_a_run_of_matches);
     tcase_add_test(tc, sparsed_shapes);
     tcase_add_test(tc, d2f_matches_its_block_list);
     tcase_add_test(tc, d2f_semi_share_unbiased);

@@ -27,6 +27,7 @@ static const struct policy_ops *const policies[] = {
     &policy_serve_block,
     &policy_dsb,
     &policy_linear_spec,
+    &policy_dflash,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

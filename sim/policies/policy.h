@@ -114,6 +114,10 @@ struct policy_ops {
      * a TP share of it): a policy that caches more of each token (Elastic-Cache's queries and layer
      * inputs). */
     int64_t (*token_bytes)(const struct model_cfg *m);
+    /* A speculative policy's drafter (NULL: none): its layers, each of the model's shape, sharing the
+     * model's embedding and LM head. Each step that verifies a block (a BLOCK segment) then runs the
+     * drafter over the block first, priced beside the step (sim_price_drafter). */
+    int32_t (*drafter_layers)(const struct policy_cfg *pc);
 };
 
 /* Why policy po cannot be driven with its rows at positions (policy_drive.h), or NULL: it decides
@@ -244,5 +248,6 @@ extern const struct policy_ops policy_dkv;
 extern const struct policy_ops policy_serve_block;
 extern const struct policy_ops policy_dsb;
 extern const struct policy_ops policy_linear_spec;
+extern const struct policy_ops policy_dflash;
 
 #endif
