@@ -370,9 +370,10 @@ static bool per_layer_op(int op) { return op != OP_EMBED && op != OP_LM_HEAD && 
  * model's layers to the drafter's; added to the step's seconds and ops. */
 static int price_drafter(struct sim *s, double *secs, struct cost_breakdown *bd)
 {
-    struct step_desc *d = &s->draft_sd;
+    struct step_desc *d = &s->draft_sd; /* (zeroed with the simulator, its storage grown as it goes) */
     step_desc_clear(d);
     d->attn_block = s->sd.attn_block;
+    d->ffn_chunks = s->sd.ffn_chunks, d->logit_chunk_rows = s->sd.logit_chunk_rows;
     for (int32_t i = 0; i < s->sd.num_segs; i++) {
         const struct segment *g = &s->sd.segs[i];
         if (g->phase != PHASE_BLOCK || g->padding)

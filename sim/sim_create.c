@@ -315,7 +315,6 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     s->impl = setup.impl, s->cost = setup.cost, s->planner = setup.planner, s->dm = setup.decode;
     snprintf(s->code_version, sizeof s->code_version, "%s", ts_version());
     step_desc_init(&s->sd);
-    step_desc_init(&s->draft_sd);
     evq_init(&s->evq);
     struct gpu_table *gt = gpu_table_create();
     int rc = sim_model_resolve(cfg, &s->model, err);

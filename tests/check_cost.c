@@ -589,7 +589,10 @@ START_TEST(tensor_parallel_shares_and_allreduces)
         ck_assert_msg(fabs(two.op_s[halved[k]] - one.op_s[halved[k]] / 2) < 1e-9 * one.op_s[halved[k]], "%s",
                       cost_op_name(halved[k]));
     ck_assert(two.op_s[OP_NORM] == one.op_s[OP_NORM] && two.op_s[OP_RESID] == one.op_s[OP_RESID]);
-    const double bytes = 16.0 * 512 * 4096 * 2, want = 2 * 32 * (ALLREDUCE_LATENCY_S + bytes / 450e9);
+    /* each layer's two all-reduces of the rows, and the sampler's all-gather of three fp32 a logit row from
+     * each GPU (2 x 8192 x 12 bytes gathered: an all-reduce's ring of half of them) */
+    const double bytes = 16.0 * 512 * 4096 * 2, gather = ALLREDUCE_LATENCY_S + 0.5 * 2 * 8192 * 12 / 450e9,
+                 want = 2 * 32 * (ALLREDUCE_LATENCY_S + bytes / 450e9) + gather;
     ck_assert_msg(fabs(two.op_s[OP_ALLREDUCE] - want) < 1e-9 * want, "%g vs %g", two.op_s[OP_ALLREDUCE], want);
     ck_assert(one.op_s[OP_ALLREDUCE] == 0 && t2 < t1);
     double sum = 0; /* the step is the sum of its ops, all-reduces included */
@@ -622,7 +625,7 @@ START_TEST(tensor_parallel_shares_and_allreduces)
     ck_assert_int_eq(cost_calibrated.step_s(&c, &sd, &t1, &cal1, NULL), 0);
     c.tp = 2;
     ck_assert_int_eq(cost_calibrated.step_s(&c, &sd, &t2, &cal2, NULL), 0);
-    const double ar_s = 2 * 32 * allreduce_s(&ar, bytes);
+    const double ar_s = 2 * 32 * allreduce_s(&ar, bytes) + gather;
     ck_assert(cal1.op_s[OP_ALLREDUCE] == 0 && fabs(cal2.op_s[OP_ALLREDUCE] - ar_s) < 1e-12 * ar_s);
     ck_assert_msg(fabs(t2 - t1 - ar_s) < 1e-9 * t2, "%g + %g vs %g", t1, ar_s, t2);
     /* a GPU's share of Refresh 16 x 512 costs less than the whole model's on one GPU */

@@ -86,12 +86,14 @@ static void check_run(struct sim *s)
     sim_get_summary(s, &m);
     ck_assert_int_eq(m.num_finished, finished);
     ck_assert_int_eq(m.num_steps, (int64_t)s->num_steps);
-    const bool pads = s->sched == &sched_static || (s->sched == &sched_sglang && sim_sched_param(s, "fdfo", 1) == 0);
+    const bool pads = s->sched == &sched_static || (s->sched == &sched_sglang && (sim_sched_param(s, "fdfo", 1) == 0 ||
+                                                                                sim_sched_param(s, "steps-per-round", 1) > 1));
     int64_t graph_rows = 0;
     for (size_t j = 0; j < s->num_segs; j++)
         graph_rows += s->segs[j].padding == PAD_GRAPH;
     ck_assert_int_eq(m.request_steps, (int64_t)s->num_segs - graph_rows);
-    if (!pads && m.num_preemptions == 0) /* no padding rows for a request outside static batches and sync rounds */
+    if (!pads && m.num_preemptions == 0) /* no padding rows for a request outside static batches and rounds of more
+                                          * than a forward */
         ck_assert_int_eq(steps, (int64_t)s->num_segs - graph_rows);
     /* a running request sits a step out only where the token budget left it no room */
     if (!phase)
@@ -591,19 +593,24 @@ START_TEST(sglang_rounds_by_hand)
     serve_config(&c, "sglang", "arrival_ns,prompt_tokens,output_tokens\n0,32,16\n0,32,32\n0,64,32\n");
     c.eos = EOS_BULK;
     test_param(&c, "max-running-requests", 2);
+    /* first done, first out with steps-per-round K (PR #33190): K = 1 is the one-forward round; a K no
+     * block outlasts (64) runs every round's frozen batch until each row's block has resolved, the rows
+     * done early padded, requests joining and leaving between rounds: sync's table */
     const struct {
-        int fdfo;
+        int fdfo, steps_per_round;
         int64_t steps, segs, padding, finish[3];
-    } want[] = {{0, 13, 19, 1, {6, 6, 13}}, {1, 12, 18, 0, {5, 8, 12}}};
+    } want[] = {{0, 1, 13, 19, 1, {6, 6, 13}}, {1, 1, 12, 18, 0, {5, 8, 12}}, {1, 64, 13, 19, 1, {6, 6, 13}}};
     for (size_t k = 0; k < TS_ARRAY_LEN(want); k++) {
         test_param(&c, "fdfo", want[k].fdfo);
+        test_param(&c, "steps-per-round", want[k].steps_per_round);
         struct sim *s = run_kept(&c);
         ck_assert_int_eq((int64_t)s->num_steps, want[k].steps);
         ck_assert_int_eq((int64_t)s->num_segs, want[k].segs);
         ck_assert_int_eq(padded_rows(s), want[k].padding);
         for (int64_t i = 0; i < 3; i++) {
-            ck_assert_msg(finish_step(s, i) == want[k].finish[i], "fdfo %d: request %lld finished in step %lld, not %lld",
-                          want[k].fdfo, (long long)i, (long long)finish_step(s, i), (long long)want[k].finish[i]);
+            ck_assert_msg(finish_step(s, i) == want[k].finish[i], "fdfo %d (%d a round): request %lld finished in step %lld, "
+                          "not %lld", want[k].fdfo, want[k].steps_per_round, (long long)i, (long long)finish_step(s, i),
+                          (long long)want[k].finish[i]);
             ck_assert_int_eq(sim_req(s, i)->decoded_total, sim_req(s, i)->G);
         }
         /* every step's rows are whole blocks, each with its logits */
@@ -611,6 +618,8 @@ START_TEST(sglang_rounds_by_hand)
             ck_assert(s->segs[j].q == 32 && s->segs[j].logit_rows == 32);
         sim_destroy(s);
     }
+    test_param(&c, "fdfo", 0);
+    test_param(&c, "steps-per-round", 1);
     /* blocks are the sequence's: a prompt of 40 is one block prefilled and 8 positions of the first
      * generation block, so 32 new tokens are 24 in it (three steps and its confirming forward) and 8
      * in a second (one and its own), each step over the whole blocks before it */

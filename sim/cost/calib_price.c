@@ -636,8 +636,10 @@ static int calibrated_step_s(const struct cost_ctx *c, const struct step_desc *s
         return -1;
     if (c->tp > 1 && sd->tot.q_tokens > 0 && !calib_prices_allreduce(c->calib)) {
         /* a calibration of one GPU's share profiled alone (NAME-tpN on one GPU): plus the all-reduces
-         * of the O and down projections' partial sums (a profile of the split engine times its own) */
-        const double t_ar = 2.0 * c->model.num_layers * allreduce_s(c->ar, 2.0 * sd->tot.q_tokens * c->model.hidden);
+         * of the O and down projections' partial sums and the sampler's gather (a profile of the split
+         * engine times its own) */
+        const double t_ar = 2.0 * c->model.num_layers * allreduce_s(c->ar, 2.0 * sd->tot.q_tokens * c->model.hidden) +
+                            cost_tp_sample_gather_s(c, sd);
         *seconds += t_ar;
         if (bd)
             bd->op_s[OP_ALLREDUCE] += t_ar;

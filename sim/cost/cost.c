@@ -60,6 +60,12 @@ int cost_op_scale_parse(const char *spec, double scale[OP_COUNT], struct ts_err 
     return 0;
 }
 
+double cost_tp_sample_gather_s(const struct cost_ctx *c, const struct step_desc *sd)
+{
+    const double R = (double)sd->tot.logit_rows;
+    return c->tp > 1 && R > 0 ? allreduce_s(c->ar, 0.5 * c->tp * R * 3 * 4) : 0;
+}
+
 double cost_ep_allreduce_s(const struct cost_ctx *c, const struct step_desc *sd)
 {
     const struct step_totals *t = &sd->tot;

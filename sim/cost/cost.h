@@ -124,6 +124,12 @@ struct cost_ctx {
  * step's front layers their front rows); the seconds those all-reduces take (0 without expert
  * parallelism). */
 double cost_ep_allreduce_s(const struct cost_ctx *c, const struct step_desc *sd);
+/* Tensor parallelism's sampler gather (both back ends): each GPU's max, log-sum-exp and argmax over its
+ * share of the vocabulary, three fp32 a logit row, all-gathered over the tp GPUs, as tessera's engine,
+ * SGLang's dLLM path (python/sglang/srt/dllm/tp_local_vocab_state.py at 9ecbceb) and vLLM's gather them
+ * in place of the rows' full logits; an all-gather of B bytes moves what an all-reduce of B/2 does.
+ * Seconds; 0 on one GPU. */
+double cost_tp_sample_gather_s(const struct cost_ctx *c, const struct step_desc *sd);
 
 /* The host's part of a step (both back ends; the simulator adds it to the GPU's time): the K/V its
  * segments bring from host memory (host_kv) over the host link, each GPU its share over its own link

@@ -37,7 +37,8 @@
  *   lm_head    2*R*h*V; every chunk re-reads the h*V weights
  *   (tensor parallelism over N GPUs: the ops over heads, FFN columns and rows and the vocabulary
  *   run 1/N of their work a GPU; norms, residual adds and the embedding run whole on each; each
- *   layer adds two all-reduces of its T x h bf16 rows, allreduce.c; expert parallelism over N: the
+ *   layer adds two all-reduces of its T x h bf16 rows, allreduce.c, and the sampler one all-gather of
+ *   three fp32 a logit row from each GPU, cost_tp_sample_gather_s; expert parallelism over N: the
  *   experts' FLOPs and bytes 1/N a GPU, everything else whole, one all-reduce of T x h a MoE layer)
  *   sample     max/argmax/confidence over R*V logits, plus the softmax copy if the
  *              implementation makes one; credit decoding adds its fusion, CREDIT_BYTES a logit
@@ -257,6 +258,12 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
             add_split(&p, OP_SAMPLE, nch, 10 * R / nch * V, R / nch * V * CREDIT_BYTES, im->gemm_eff);
         if (sd->iter_smooth) /* and its softmax over the vocabulary, logits read and probabilities written */
             add_split(&p, OP_SAMPLE, nch, 3 * R / nch * V, R / nch * V * 2 * a, im->gemm_eff);
+        if (p.tp > 1) { /* the sampler's gather: three fp32 a row from each GPU */
+            const double t_g = cost_tp_sample_gather_s(c, sd);
+            p.total += t_g;
+            if (bd)
+                bd->op_s[OP_ALLREDUCE] += t_g;
+        }
     }
     double host = im->host_step_s + im->host_seg_s * (double)t->num_segs +
                   impl_row_loop(im, m->num_layers, t, im->launch_s / (im->host_factor > 0 ? im->host_factor : 1.0));

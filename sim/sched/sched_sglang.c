@@ -10,7 +10,13 @@
  * wait; else it holds every running request's denoising step. The two modes:
  *   fdfo 1 (first done, first out; SGLang's default): a round is one forward. A row whose block
  *     resolves leaves it with that forward and starts its next block in the next round, while the
- *     others go on denoising theirs; a request that finishes leaves at once.
+ *     others go on denoising theirs; a request that finishes leaves at once. With steps-per-round K
+ *     (SGLANG_DLLM_FDFO_STEPS_PER_ROUND, sgl-project/sglang PR #33190, open; read from its
+ *     DllmAlgorithm._run_fdfo unit test, whose contract is that K inner forwards leave the state K
+ *     one-forward rounds would, the scheduler's per-round host work alone amortized, and that a round
+ *     stops once every row has resolved): the round's frozen batch runs up to K forwards, a row whose
+ *     block resolved waiting in it as padding, and the round ends early once every row's has; the
+ *     scheduler's host work between rounds is paid once a round, admission waits for the round's end.
  *   fdfo 0 (sync, --no-dllm-fdfo): a denoising round runs its rows' blocks to the end in forward after
  *     forward; a row whose block is done early stays in the batch as padding (its block's rows again,
  *     committing nothing) until the slowest is done, and requests join or leave only between rounds.
@@ -44,7 +50,7 @@
 
 #include "sim_internal.h"
 
-enum { MAX_RUNNING, FDFO, CUDA_GRAPH, SEPARATE, MAX_PREFILL };
+enum { MAX_RUNNING, FDFO, CUDA_GRAPH, SEPARATE, MAX_PREFILL, STEPS_PER_ROUND };
 static const struct param_spec sglang_params[] = {
     [MAX_RUNNING] = {"max-running-requests", "requests a dLLM round batches at most (SGLang's "
                      "--max-running-requests; 1 where not given, as its dLLM config sets it)", 1, 1, 1 << 16, true},
@@ -60,6 +66,9 @@ static const struct param_spec sglang_params[] = {
                   0, 0, 1, true},
     [MAX_PREFILL] = {"max-prefill-tokens", "separate-context 1: the tokens a prefill round holds at most (SGLang's "
                      "--max-prefill-tokens)", 16384, 1, 1 << 24, true},
+    [STEPS_PER_ROUND] = {"steps-per-round", "fdfo 1: forwards a denoising round runs its frozen batch for (SGLang's "
+                         "SGLANG_DLLM_FDFO_STEPS_PER_ROUND, 1 by default): a row whose block resolves waits padded, "
+                         "the round ending early once every row's has; the round's host work once", 1, 1, 1024, true},
 };
 
 int32_t sglang_graph_max_bs(int64_t mem_bytes, int32_t tp)
@@ -105,6 +114,7 @@ struct sglang_round {
     int32_t *kv;     /* and the keys its block's rows read (its padding rows read them again) */
     int32_t n, cap;
     bool prefill;    /* a round of prompt blocks: one forward */
+    int32_t forwards; /* the forwards the round has run */
     int32_t graph_cap; /* the largest captured graph (cuda-graph 1; 0: none): the card's cap or max-running-requests */
 };
 
@@ -187,6 +197,7 @@ static void start_round(struct sim *s, struct sglang_round *rd)
 {
     admit(s);
     rd->n = 0;
+    rd->forwards = 0;
     rd->prefill = false;
     int64_t tokens = 0; /* separate-context: the prefill round's, within max-prefill-tokens */
     struct segment seg;
@@ -254,10 +265,12 @@ static void sglang_build(struct sim *s)
 static void sglang_after_step(struct sim *s)
 {
     struct sglang_round *rd = s->sched_state;
-    if (s->sched_p[FDFO] == 0 && !rd->prefill) /* sync: the round lasts while a row is in its block */
-        for (int32_t i = 0; i < rd->n; i++)
-            if (!row_done(s, rd, i))
-                return;
+    /* sync: the round lasts while a row is in its block; first done, first out: while a row is and the
+     * round has run fewer than steps-per-round forwards */
+    const bool lasts = !rd->prefill && (s->sched_p[FDFO] == 0 || ++rd->forwards < s->sched_p[STEPS_PER_ROUND]);
+    for (int32_t i = 0; lasts && i < rd->n; i++)
+        if (!row_done(s, rd, i))
+            return;
     for (size_t i = 0; i < s->num_running;) { /* (sim_finish takes it out of the running set) */
         struct request *r = sim_req(s, s->running[i]);
         if (r->work_done)
@@ -281,8 +294,8 @@ const struct sched_ops sched_sglang = {
     .name = "sglang",
     .cap_param = "max-running-requests",
     .help = "SGLang's dLLM scheduler: rounds of at most max-running-requests, prefill first; fdfo 1 a forward a "
-            "round, a row leaving its block as it resolves; fdfo 0 (sync) a round runs its blocks to the end; "
-            "rounds padded to its captured CUDA-graph batches",
+            "round (steps-per-round K: up to K), a row leaving its block as it resolves; fdfo 0 (sync) a round runs "
+            "its blocks to the end; rounds padded to its captured CUDA-graph batches",
     .params = sglang_params,
     .num_params = (int)TS_ARRAY_LEN(sglang_params),
     .finish_with_batch = true,
