@@ -16,12 +16,17 @@
 # An editing decoder (SGLang's JointThreshold, LLaDA2.1; JointThresholdInDel, LLaDA2.2) runs forwards
 # after a block's last commit, as many as the model edits, which no published table gives: the report
 # sweeps them (--post-edit, POST_EDIT, at EDIT_RPS under first done, first out), an assumption.
+# SGLang's open PR #33190 runs a first-done-first-out round's frozen batch for K forwards
+# (SGLANG_DLLM_FDFO_STEPS_PER_ROUND; --steps-per-round): the report sweeps K (STEPS, at STEPS_RPS),
+# its host work paid once a round against the rows that wait padded and the queue held to the round's
+# end.
 # Writes OUT/results.jsonl (one object a run), OUT/edits.jsonl (the sweep), OUT/report.md (the tables and
 # the ratios) and, with gnuplot, OUT/figure.png (throughput and mean latency by rate, the two modes side by
 # side).
 #
 # Usage: tessera exp run sglang-modes OUT [--force]   (RPS="0.5 1 2 4 8"; MRR=16; REQUESTS=300; GPU=h200;
-#        LENGTHS=lognormal:6,0.7,5,0.6; SEED=1; POST_EDIT="0 2 4 8 16"; EDIT_RPS=1; or experiments/sglang-modes.sh OUT with
+#        LENGTHS=lognormal:6,0.7,5,0.6; SEED=1; POST_EDIT="0 2 4 8 16"; EDIT_RPS=1; STEPS="1 2 4 8"; STEPS_RPS="1 4";
+#        or experiments/sglang-modes.sh OUT with
 #        TESSERA=path)
 set -uo pipefail
 source "$(dirname "$0")/lib/plot.sh"
@@ -53,6 +58,19 @@ m = json.load(sys.stdin)
 print(json.dumps({"post_edit": int(sys.argv[1]), "throughput_tok_s": m["throughput_tok_s"], "lat_mean_s": m["lat_mean_s"],
                   "lat_p99_s": m["lat_p99_s"], "num_steps": m["num_steps"]}))' "$edits" >>"$out/edits.jsonl" ||
         { echo "sglang-modes.sh: --post-edit $edits failed" >&2; exit 1; }
+done
+: >"$out/steps.jsonl"
+for rps in ${STEPS_RPS:-1 4}; do
+    for k in ${STEPS:-1 2 4 8}; do
+        "$bin" sim --system sglang --steps-per-round "$k" --max-running-requests "${MRR:-16}" --gpu "${GPU:-h200}" \
+            --lengths "${LENGTHS:-lognormal:6,0.7,5,0.6}" --rps "$rps" --requests "${REQUESTS:-300}" --seed "${SEED:-1}" \
+            --quiet --no-progress --json | python3 -c 'import json, sys
+m = json.load(sys.stdin)
+print(json.dumps({"steps_per_round": int(sys.argv[1]), "rps": float(sys.argv[2]), "throughput_tok_s": m["throughput_tok_s"],
+                  "lat_mean_s": m["lat_mean_s"], "lat_p99_s": m["lat_p99_s"], "num_steps": m["num_steps"],
+                  "host_s": m["op_seconds"]["host"]}))' "$k" "$rps" >>"$out/steps.jsonl" ||
+            { echo "sglang-modes.sh: --steps-per-round $k at $rps req/s failed" >&2; exit 1; }
+    done
 done
 python3 - "$out" "${MRR:-16}" "${GPU:-h200}" "${LENGTHS:-lognormal:6,0.7,5,0.6}" <<'PY' || exit 1
 import json, os, sys
@@ -88,6 +106,16 @@ with open(os.path.join(out, "report.md"), "w") as f:
         f.write("| %d | %.1f | %.2f | %.2f | %d | %.3fx |\n" % (r["post_edit"], r["throughput_tok_s"], r["lat_mean_s"],
                                                                r["lat_p99_s"], r["num_steps"],
                                                                r["throughput_tok_s"] / base["throughput_tok_s"]))
+    steps = [json.loads(l) for l in open(os.path.join(out, "steps.jsonl"))]
+    one = {r["rps"]: r for r in steps if r["steps_per_round"] == 1}
+    f.write("\nForwards a first-done-first-out round (--steps-per-round K, SGLang's open PR #33190): the round's "
+            "frozen batch runs up to K forwards, the host's work between rounds paid once, a resolved block's row "
+            "waiting padded and the queue held to the round's end.\n\n| req/s | K | tok/s | mean latency s | p99 "
+            "latency s | forwards | host s | throughput over K = 1 |\n|---|---|---|---|---|---|---|---|\n")
+    for r in steps:
+        f.write("| %g | %d | %.1f | %.2f | %.2f | %d | %.1f | %.3fx |\n" % (r["rps"], r["steps_per_round"],
+                r["throughput_tok_s"], r["lat_mean_s"], r["lat_p99_s"], r["num_steps"], r["host_s"],
+                r["throughput_tok_s"] / one[r["rps"]]["throughput_tok_s"]))
 with open(os.path.join(out, "figure.dat"), "w") as d:
     for mode in ("fdfo", "sync"):
         d.write("# %s\n" % mode)

@@ -387,6 +387,7 @@ static int price_drafter(struct sim *s, double *secs, struct cost_breakdown *bd)
     double ds;
     if (s->cost->step_s(&s->cctx, d, &ds, &db, &s->run_err))
         return -1;
+    s->sum.drafter_rows += d->tot.q_tokens, s->sum.drafter_logit_rows += d->tot.logit_rows;
     const double share = (double)s->pol->drafter_layers(&s->pcfg) / s->model.num_layers;
     double added = 0;
     for (int i = 0; i < OP_COUNT; i++) {

@@ -21,6 +21,8 @@ struct sim_summary {
     int64_t num_stalls;               /* request-steps a running request sat out (the step's token budget
                                        * left it no room): what the lookahead scheduler avoids */
     int64_t num_steps, request_steps; /* steps; requests' segments summed over steps (not a graph's padding) */
+    int64_t drafter_rows, drafter_logit_rows; /* a speculative policy's drafter (policy_ops.drafter_layers):
+                                               * the rows its forwards ran and their logit rows, summed */
     int64_t steps_beyond;             /* steps priced past the calibration's or the rounds' measured range
                                        * (--extrapolate) */
     int64_t tokens_decoded;           /* positions committed (G per request without early stop) */

@@ -934,6 +934,16 @@ START_TEST(dflash_commits_a_run_of_matches)
     ck_assert_msg(fabs(mean - 6.55) < 4 * sd / sqrt(cycles), "mean %g over %d cycles, tau 6.55", mean, cycles);
     ck_assert_msg(fabs((double)full / cycles - pf) < 4 * sqrt(pf * (1 - pf) / cycles), "full blocks %g, p^15 %g",
                   (double)full / cycles, pf);
+    /* a block of 4, where the cap binds hardest: tau 2.5 is 1 + p + p^2 + p^3 at p = 0.6914 (by hand, to 4
+     * places: 2.4999), so a cycle commits all 4 with probability p^3 = 0.3305 */
+    pc.p[0] = 4, pc.p[2] = 2.5;
+    run_life(&policy_dflash, &pc, 64, 15000, 15000, 1, &L);
+    cycles = 0, sum = 0, full = 0;
+    for (int j = 1; j + 1 < L.n; j++)
+        cycles++, sum += L.seg[j].decoded, full += L.seg[j].decoded == 4;
+    ck_assert_msg(fabs(sum / cycles - 2.5) < 4 * 1.2 / sqrt(cycles), "block 4: mean %g, tau 2.5", sum / cycles);
+    ck_assert_msg(fabs((double)full / cycles - 0.3305) < 4 * sqrt(0.3305 * 0.6695 / cycles), "block 4: full %g, p^3 0.3305",
+                  (double)full / cycles);
 }
 END_TEST
 

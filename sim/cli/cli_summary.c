@@ -217,6 +217,10 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
     json_object_set_new(o, "num_steps", json_integer(m->num_steps));
     json_object_set_new(o, "request_steps", json_integer(m->request_steps));
     json_object_set_new(o, "steps_beyond", json_integer(m->steps_beyond));
+    if (m->drafter_rows > 0) { /* (a speculative policy's drafter) */
+        json_object_set_new(o, "drafter_rows", json_integer(m->drafter_rows));
+        json_object_set_new(o, "drafter_logit_rows", json_integer(m->drafter_logit_rows));
+    }
     json_object_set_new(o, "concurrency_cap", json_integer(m->concurrency_cap));
     json_object_set_new(o, "concurrency_option", json_string(m->concurrency_option));
     json_object_set_new(o, "tokens_decoded", json_integer(m->tokens_decoded));
