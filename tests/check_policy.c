@@ -947,6 +947,49 @@ START_TEST(dflash_commits_a_run_of_matches)
 }
 END_TEST
 
+/* Diffulex's multi_bd as D2F's options. --d2f-pad 1: each step after the first runs the buffer's
+ * --d2f-flight blocks of rows, within the sequence (q + kv <= P + G), the padding rows with their logits,
+ * and decodes what the unpadded step decodes. --d2f-step-count 1 (fixed:3, blocks joining at once): a
+ * step decodes the decode model's 3 over all its blocks together, the earliest first, so every step
+ * but the last commits exactly 3; each block drawing its own commits more. */
+START_TEST(d2f_buffer_and_step_count)
+{
+    struct policy_cfg pc = {.block_size = 32};
+    pc.p[0] = 0.1, pc.p[1] = 0.95, pc.p[2] = 0, pc.p[3] = 2, pc.p[4] = 0, pc.p[5] = 0;
+    struct life *plain = xmalloc(sizeof *plain);
+    run_life(&policy_d2f, &pc, 16, 96, 96, 1, plain);
+    pc.p[4] = 1;
+    run_life(&policy_d2f, &pc, 16, 96, 96, 1, &L);
+    ck_assert_int_eq(L.n, plain->n);
+    int padded = 0;
+    for (int j = 0; j < L.n; j++) {
+        const struct segment *a = &plain->seg[j], *b = &L.seg[j];
+        const int want = j == 0 ? a->q : TS_MAX(a->q, TS_MIN(64, 16 + 96 - a->kv));
+        ck_assert_msg(b->q == want && b->kv == a->kv && b->decoded == a->decoded && b->kv_write == a->kv_write &&
+                          b->logit_rows - a->logit_rows == b->q - a->q,
+                      "step %d: q %d (unpadded %d, kv %d)", j, b->q, a->q, a->kv);
+        padded += b->q > a->q;
+    }
+    ck_assert_int_gt(padded, 2); /* (the first block alone until it is a tenth decoded) */
+    free(plain);
+    struct policy_cfg sc = {.block_size = 32};
+    sc.p[0] = 0, sc.p[1] = 0, sc.p[2] = 1, sc.p[3] = 12, sc.p[4] = 0, sc.p[5] = 1;
+    run_life(&policy_d2f, &sc, 16, 96, 96, 3, &L);
+    int total = 0;
+    for (int j = 0; j < L.n; j++) {
+        ck_assert_msg(L.seg[j].decoded == (j + 1 < L.n ? 3 : 96 - total), "step %d decoded %d", j, L.seg[j].decoded);
+        total += L.seg[j].decoded;
+    }
+    ck_assert_int_eq(total, 96);
+    sc.p[5] = 0;
+    run_life(&policy_d2f, &sc, 16, 96, 96, 3, &L);
+    int more = 0;
+    for (int j = 0; j < L.n; j++)
+        more += L.seg[j].decoded > 3;
+    ck_assert_int_gt(more, 0);
+}
+END_TEST
+
 /* D2F against an oracle written as its code keeps its blocks: a list of blocks, each active, waiting
  * for the cache or cached, with its decoded count and whether it is fully activated. Random shapes
  * and thresholds, a fixed:k decoder and semi-activated blocks decoding all (1) or nothing (0) of it,
@@ -1965,6 +2008,7 @@ int main(void)
     tcase_add_test(tc, linear_spec_shapes);
     tcase_add_test(tc, linear_spec_commits_a_run_of_matches);
     tcase_add_test(tc, dflash_shapes);
+    tcase_add_test(tc, d2f_buffer_and_step_count);
     tcase_add_test(tc, dflash_commits_a_run_of_matches);
     tcase_add_test(tc, sparsed_shapes);
     tcase_add_test(tc, d2f_matches_its_block_list);

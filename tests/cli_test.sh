@@ -1467,8 +1467,8 @@ contains "sim with a scored decode profile" "accuracy      80.97% expected on GS
 [ "$(sqlite3 "$tmp/acc.db" "SELECT expected_accuracy || ' ' || accuracy_task FROM summary" 2>/dev/null)" = "80.97 GSM8K" ] &&
     ok || bad "the database's summary lacks the expected accuracy"
 expect 0 "exp run mechanisms" -- env REQUESTS=40 "$bin" exp run mechanisms "$tmp/mech"
-[ "$(grep -c '| holds |' "$tmp/mech/report.md")" = 22 ] && ok || bad "exp run mechanisms: a check does not hold ($tmp/mech/report.md)"
-[ "$(grep -c . "$tmp/mech/results.jsonl")" = 33 ] && ok || bad "exp run mechanisms: not 33 runs"
+[ "$(grep -c '| holds |' "$tmp/mech/report.md")" = 23 ] && ok || bad "exp run mechanisms: a check does not hold ($tmp/mech/report.md)"
+[ "$(grep -c . "$tmp/mech/results.jsonl")" = 35 ] && ok || bad "exp run mechanisms: not 35 runs"
 if command -v gnuplot >/dev/null; then is_png "$tmp/mech/figure.png" "exp run mechanisms"; fi
 # the crossover against AR serving, reduced to batches 1, 8 and 64: the dLLM with its cache and parallel
 # decoding ahead at 1, AR ahead of every dLLM variant at 64; one at a time, AR takes a prefill step and

@@ -68,7 +68,7 @@ mutations=(
     "an interval's draw leaves the rounds' host work alone|sim/sim.c|* (s->cfg.speed_gpu > 0 \x26\x26 !s->rounds_host_only ? s->cfg.speed_gpu : 1);|* 1;|check_sched"
     "sglang admits one request past its cap|sim/sched/sched_sglang.c|s->num_running < (size_t)s->sched_p[MAX_RUNNING]|s->num_running <= (size_t)s->sched_p[MAX_RUNNING]|check_sched"
     "sglang's prefill rounds keep the denoising rows before them|sim/sched/sched_sglang.c|            rd->n = 0, rd->prefill = true;|            rd->prefill = true;|check_sched"
-    "sglang's sync rounds end when one row is done|sim/sched/sched_sglang.c|            if (!row_done(s, rd, i))|            if (row_done(s, rd, i))|check_sched"
+    "sglang's sync rounds end when one row is done|sim/sched/sched_sglang.c|        if (!row_done(s, rd, i))\n            return;|        if (row_done(s, rd, i))\n            return;|check_sched"
     "blocks confirmed without a forward|sim/policies/policy.c|    bool block_done = (po->caps & POLICY_CONFIRMS_BLOCK)|    bool block_done = (po->caps & 0)|check_sched"
     "blocks from the prompt's end under sglang|sim/policies/policy.c|    r->head = pc->aligned_blocks ? r->P % r->Bs : 0;|    r->head = 0;|check_sched"
     "a block's confirming step decodes|sim/sim.c|             req_masked_in_block(sim_req(s, seg.req_id)) > 0)|             req_masked_in_block(sim_req(s, seg.req_id)) >= 0)|check_sched"
@@ -414,6 +414,8 @@ mutations=(
     "the drafter's layer share in integers (none)|sim/sim.c|(double)s->pol->drafter_layers(\x26s->pcfg) / s->model.num_layers;|(double)(s->pol->drafter_layers(\x26s->pcfg) / s->model.num_layers);|sh:spec_test"
     "sglang's steps-per-round ignored (a round one forward)|sim/sched/sched_sglang.c|++rd->forwards < s->sched_p[STEPS_PER_ROUND]|++rd->forwards < 1|check_sched"
     "the TP sampler's gather priced for one GPU's rows alone|sim/cost/cost.c|allreduce_s(c->ar, 0.5 * c->tp * R * 3 * 4)|allreduce_s(c->ar, 0.5 * R * 3 * 4)|check_cost"
+    "multi_bd's buffer padded to one block, not the flight's|sim/policies/policy_d2f.c|(int64_t)pc->p[FLIGHT] * pc->block_size - s->q|(int64_t)pc->block_size - s->q|check_policy"
+    "D2F's step count taken by the first block with masks alone|sim/policies/policy_d2f.c|for (int32_t b = b0; b < st->added \x26\x26 left > 0; b++)|for (int32_t b = b0; b < b0 + 1 \x26\x26 left > 0; b++)|check_policy"
     "a step at the calibration's largest profiled size said beyond it|sim/cost/calib_price.c|    if (x > c->x[c->n - 1]) {|    if (x >= c->x[c->n - 1]) {|check_calib"
     "a round within the measured graphs said beyond them where extrapolation is allowed|sim/cost/rounds.c|    *beyond = !within \x7c\x7c k / n > f->kv_max;|    *beyond = !ok \x7c\x7c k / n > f->kv_max;|check_rounds"
 )

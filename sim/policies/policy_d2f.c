@@ -17,7 +17,12 @@
  *     share --d2f-semi of the decode model's count, stochastically rounded (a named assumption: the
  *     share depends on the model's confidences over a partly masked context).
  * D2F's code bounds the blocks in flight by nothing but the response's length; tessera holds at most
- * --d2f-flight of them (12 at most: the request's policy state). The first step's prompt rows are
+ * --d2f-flight of them (12 at most: the request's policy state). Diffulex's multi_bd (SJTU-DENG-Lab/
+ * Diffulex at 184ba97, the engine of the MBD-LMs; its request state machine, thresholds and cache path
+ * D2F's strategy's too) bounds them by a buffer of slots, 2 for LLaDA2.0-mini and 4 for SDAR in its
+ * paper's runs, and runs the whole buffer every step, an empty slot's rows as padding (--d2f-pad 1:
+ * q and the logit rows grow to --d2f-flight blocks; its attention masks them out, which tessera prices
+ * as rows of the step, a slight overcount). The first step's prompt rows are
  * priced as blocks of --block (D2F's mask treats the prompt as one block). The counts a step draws are
  * seeded by the request, the step and the block, so emitting a step again draws the same. */
 #include "policy.h"
@@ -27,7 +32,7 @@
 
 #define D2F_FLIGHT_MAX 12
 
-enum { ADD, ACT, SEMI, FLIGHT };
+enum { ADD, ACT, SEMI, FLIGHT, PAD, STEP_COUNT };
 static const struct param_spec d2f_params[] = {
     [ADD] = {"d2f-add", "a block joins once the last block's decoded share reaches this (tau_add)", 0.1, 0, 1},
     [ACT] = {"d2f-act", "a block is fully activated once its predecessor's decoded share reaches this (tau_act)",
@@ -36,6 +41,14 @@ static const struct param_spec d2f_params[] = {
                           "only its positions above the threshold, none forced)", 0.5, 0, 1},
     [FLIGHT] = {"d2f-flight", "blocks in flight at most, the finished ones waiting for the cache among them (D2F's "
                               "code sets no bound)", D2F_FLIGHT_MAX, 1, D2F_FLIGHT_MAX, true},
+    [PAD] = {"d2f-pad", "1: each step after the first runs --d2f-flight blocks' rows, the slots holding no block "
+                        "padding (Diffulex's multi_bd: a buffer of one shape for its CUDA graphs, its empty slots' rows "
+                        "masked out of attention but through every GEMM and the LM head); 0: the blocks' rows alone "
+                        "(D2F's code)", 0, 0, 1, true},
+    [STEP_COUNT] = {"d2f-step-count", "1: the decode model's count is the step's, taken by its blocks in order "
+                                      "(the earliest first, each at most its masked positions), as a published "
+                                      "tokens-a-forward of multi-block decoding counts it (MBD-LMs'); 0: each "
+                                      "block draws its own (D2F's)", 0, 0, 1, true},
 };
 
 struct d2f_state {
@@ -89,8 +102,10 @@ static int32_t to_cache(const struct request *r, const struct d2f_state *st)
 }
 
 /* What the step decodes in block b (of the prepared state), drawn from the decode model as if b were
- * the request's block, seeded by the request, the step and the block. */
-static int32_t draw(const struct request *r, const struct policy_cfg *pc, const struct d2f_state *st, int32_t b)
+ * the request's block, seeded by the request, the step and the block; fresh: as if none of b were
+ * decoded yet (the step's count, --d2f-step-count, not held to b's masked positions). */
+static int32_t draw_as(const struct request *r, const struct policy_cfg *pc, const struct d2f_state *st, int32_t b,
+                       bool fresh)
 {
     const int32_t left = req_block_len(r, b) - done_of(r, st, b);
     if (left == 0)
@@ -99,12 +114,42 @@ static int32_t draw(const struct request *r, const struct policy_cfg *pc, const 
     gsl_rng_set(pc->rng, (unsigned long)ts_mix64(r->seed ^ ts_mix64(((uint64_t)r->steps << 16) + (uint64_t)b + 1)));
     struct request view = *r;
     view.cur_block = b;
-    view.decoded_in_block = done_of(r, st, b);
+    view.decoded_in_block = fresh ? 0 : done_of(r, st, b);
     view.rng = pc->rng;
     const int32_t k = decode_tokens(pc->dm, &view);
     if (st->full >> (b - st->cached) & 1)
         return k;
     return TS_MIN(left, (int32_t)floor(pc->p[SEMI] * k + gsl_rng_uniform(pc->rng)));
+}
+
+static int32_t draw(const struct request *r, const struct policy_cfg *pc, const struct d2f_state *st, int32_t b)
+{
+    return draw_as(r, pc, st, b, false);
+}
+
+/* What the step decodes in each block of the prepared state, into k[b - cached]: each block's own draw,
+ * or (--d2f-step-count 1) the count the first block with masks draws as if fully activated, shared by
+ * the blocks in order. */
+static void draws(const struct request *r, const struct policy_cfg *pc, const struct d2f_state *st, int32_t *k)
+{
+    if (!pc->p[STEP_COUNT]) {
+        for (int32_t b = st->cached; b < st->added; b++)
+            k[b - st->cached] = draw(r, pc, st, b);
+        return;
+    }
+    struct d2f_state all = *st;
+    all.full = (uint16_t)~0u;
+    for (int32_t b = st->cached; b < st->added; b++)
+        k[b - st->cached] = 0;
+    int32_t b0 = st->cached;
+    while (b0 < st->added && done_of(r, st, b0) == req_block_len(r, b0))
+        b0++;
+    int32_t left = b0 < st->added ? draw_as(r, pc, &all, b0, true) : 0;
+    for (int32_t b = b0; b < st->added && left > 0; b++) {
+        const int32_t take = TS_MIN(left, req_block_len(r, b) - done_of(r, st, b));
+        k[b - st->cached] = take;
+        left -= take;
+    }
 }
 
 static void d2f_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
@@ -117,12 +162,18 @@ static void d2f_emit(const struct request *r, const struct policy_cfg *pc, struc
     s->kv = from0 ? hit : r->P + span(r, 0, st.cached);
     s->q = front + span(r, first, st.added);
     s->kv_write = front + span(r, first, st.cached + to_cache(r, &st));
-    int32_t masked = 0;
+    int32_t masked = 0, k[D2F_FLIGHT_MAX];
+    draws(r, pc, &st, k);
     for (int32_t b = st.cached; b < st.added; b++) {
         masked += req_block_len(r, b) - done_of(r, &st, b);
-        s->decoded += draw(r, pc, &st, b);
+        s->decoded += k[b - st.cached];
     }
     s->logit_rows = policy_logit_rows(pc, s->q, masked);
+    if (pc->p[PAD] && !from0) { /* (the buffer's empty slots: rows of no block, within the sequence) */
+        const int32_t pad = (int32_t)TS_MIN((int64_t)pc->p[FLIGHT] * pc->block_size - s->q, (int64_t)r->L - s->kv - s->q);
+        if (pad > 0)
+            s->q += pad, s->logit_rows += pad;
+    }
 }
 
 static void d2f_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s, bool block_done)
@@ -130,8 +181,10 @@ static void d2f_advance(struct request *r, const struct policy_cfg *pc, const st
     (void)s, (void)block_done; /* (the step's split over the blocks is drawn again: the segment holds its sum) */
     struct d2f_state st = prepared(r, pc);
     const int32_t written = to_cache(r, &st); /* before this step's decodes */
+    int32_t k[D2F_FLIGHT_MAX];
+    draws(r, pc, &st, k);
     for (int32_t b = st.cached; b < st.added; b++)
-        st.done[b - st.cached] += (uint16_t)draw(r, pc, &st, b);
+        st.done[b - st.cached] += (uint16_t)k[b - st.cached];
     st.prompt_cached = true;
     st.cached += (uint16_t)written;
     for (int32_t i = 0; i < D2F_FLIGHT_MAX; i++)
