@@ -114,18 +114,6 @@ static int64_t dflash_kv(const struct request *r, const struct policy_cfg *pc)
     return r->P + (int64_t)r->decoded_total + block_of(r, pc);
 }
 
-static int64_t dflash_kv_peak(const struct request *r, const struct policy_cfg *pc)
-{
-    (void)pc;
-    return r->L;
-}
-
-static int32_t dflash_peak_q(const struct request *r, const struct policy_cfg *pc)
-{
-    (void)pc;
-    return r->L; /* a prefill after recompute covers every generated token too */
-}
-
 static int32_t dflash_peak_logits(const struct request *r, const struct policy_cfg *pc)
 {
     (void)r;
@@ -146,8 +134,8 @@ const struct policy_ops policy_dflash = {
     .emit = dflash_emit,
     .advance = dflash_advance,
     .kv_tokens = dflash_kv,
-    .kv_peak_tokens = dflash_kv_peak,
-    .peak_q = dflash_peak_q,
+    .kv_peak_tokens = policy_kv_whole,
+    .peak_q = policy_q_whole, /* (a prefill after recompute covers every generated token too) */
     .peak_logits = dflash_peak_logits,
     .drafter_layers = dflash_drafter_layers,
 };
