@@ -23,7 +23,7 @@
 #   ar-dflash      the same AR model with a DFlash drafter (policy dflash: 5 layers of its shape, blocks of
 #                  16, DFLASH_ACCEPT positions committed a cycle, 6.55 by default: DFlash's published
 #                  acceptance length on GSM8K for Qwen3-8B at temperature 0; lossless under greedy
-#                  decoding): the question a dLLM now meets, as the model or as the drafter
+#                  decoding): the question a dLLM meets, as the model or as the drafter
 # and then each at the card's limit: the request scheduler admitting as many as the card's memory holds
 # (LIMIT requests, 1,024 by default; LIMIT=0 leaves it out). Priced by the calibration of tessera's
 # engine for LLaDA-8B on the GPU (its decode steps of one row

@@ -367,8 +367,9 @@ static bool per_layer_op(int op) { return op != OP_EMBED && op != OP_LM_HEAD && 
  * block (a BLOCK segment), the drafter runs it, its q rows over the request's context (kv) in one
  * pass, the masks' q - 1 logit rows through the shared LM head. Priced by the run's back end as the
  * model's forward of those shapes, the per-layer ops (and the host's issue of them) scaled from the
- * model's layers to the drafter's; added to the step's seconds and ops. */
-static int price_drafter(struct sim *s, double *secs, struct cost_breakdown *bd)
+ * model's layers to the drafter's, the tensor-parallel sampler's gather once a forward; added to the
+ * step's seconds and ops, and its roofline work (the clock's load, the energy's mix) into *work. */
+static int price_drafter(struct sim *s, double *secs, struct cost_breakdown *bd, struct cost_breakdown *work)
 {
     struct step_desc *d = &s->draft_sd; /* (zeroed with the simulator, its storage grown as it goes) */
     step_desc_clear(d);
@@ -383,21 +384,24 @@ static int price_drafter(struct sim *s, double *secs, struct cost_breakdown *bd)
     }
     if (d->num_segs == 0)
         return 0;
-    struct cost_breakdown db;
-    double ds;
-    if (s->cost->step_s(&s->cctx, d, &ds, &db, &s->run_err))
+    struct cost_breakdown db, rb;
+    double ds, rs;
+    if (s->cost->step_s(&s->cctx, d, &ds, &db, &s->run_err) || cost_roofline.step_s(&s->cctx, d, &rs, &rb, &s->run_err))
         return -1;
     s->sum.drafter_rows += d->tot.q_tokens, s->sum.drafter_logit_rows += d->tot.logit_rows;
     const double share = (double)s->pol->drafter_layers(&s->pcfg) / s->model.num_layers;
+    const double gather = cost_tp_sample_gather_s(&s->cctx, d); /* (once a forward, within OP_ALLREDUCE) */
     double added = 0;
     for (int i = 0; i < OP_COUNT; i++) {
-        const double t = db.op_s[i] * (per_layer_op(i) ? share : 1);
+        const double once = i == OP_ALLREDUCE ? TS_MIN(gather, db.op_s[i]) : 0;
+        const double t = per_layer_op(i) ? (db.op_s[i] - once) * share + once : db.op_s[i];
         bd->op_s[i] += t;
         added += t;
     }
     bd->total_s += added;
     bd->beyond = bd->beyond || db.beyond;
     *secs += added;
+    work->flops = share * rb.flops, work->compute_s = share * rb.compute_s, work->memory_s = share * rb.memory_s;
     return 0;
 }
 
@@ -418,10 +422,10 @@ static void start_step(struct sim *s)
         int64_t left = s->capacity - s->weight_bytes - s->kv_pages_used * s->kv_page_tokens * s->kv_token_bytes;
         lazy_chunk(s, s->act_reserved > 0 && s->sched->budgeted ? TS_MIN(left, s->act_reserved) : left);
     }
-    struct cost_breakdown bd;
+    struct cost_breakdown bd, draft_work = {0};
     double secs;
     if (s->cost->step_s(&s->cctx, &s->sd, &secs, &bd, &s->run_err) || (s->rounds && rounds_step(s, &secs, &bd)) ||
-        (s->pol->drafter_layers && price_drafter(s, &secs, &bd))) {
+        (s->pol->drafter_layers && price_drafter(s, &secs, &bd, &draft_work))) {
         s->failed = true;
         return;
     }
@@ -435,6 +439,7 @@ static void start_step(struct sim *s)
         s->failed = true;
         return;
     }
+    rb.flops += draft_work.flops, rb.compute_s += draft_work.compute_s, rb.memory_s += draft_work.memory_s;
     if (s->sum.clock_modelled) { /* at the card's clock state (live: the prediction the measured time is set
                                   * against) */
         const double t = clock_step(&s->clock, &s->clock_st, s->now_ns, secs, rb.flops);

@@ -170,7 +170,8 @@ for sql in "UPDATE plan_candidates SET status = 'done' WHERE candidate = 2" \
     "UPDATE plan_candidates SET candidate = 99 WHERE candidate = 2" \
     "UPDATE plan_candidates SET label = printf('%.2000c', 'x') WHERE candidate = 2" \
     "UPDATE plan_candidates SET label = printf('%.1024c', 'x') WHERE candidate = 2" \
-    "UPDATE plan_candidates SET replicas = -3 WHERE candidate = 2"; do
+    "UPDATE plan_candidates SET replicas = -3 WHERE candidate = 2" \
+    "UPDATE plan_candidates SET gpus = 0, rps_per_replica = NULL WHERE candidate = 2"; do
     rm -rf "$tmp/plan-bad" && cp -r "$tmp/plan-1" "$tmp/plan-bad" && rm "$tmp/plan-bad/plan.csv"
     python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()' \
         "$tmp/plan-bad/plan.db" "$sql"

@@ -165,6 +165,10 @@ int cli_plan_parse(int argc, char **argv, bool size, struct plan_args *a)
                 return -1;
             a->jobs = (int)x;
         } else if (strcmp(n, "--out") == 0) {
+            if (strlen(v) > CFG_PATH - 64) {
+                fprintf(stderr, "tessera plan: --out: a folder name longer than %d characters\n", CFG_PATH - 64);
+                return -1;
+            }
             a->out = v;
         } else if (strcmp(n, "--force") == 0) {
             a->force = true;

@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,15 +77,16 @@ static int write_runs(const char *dir, const struct plan_args *a, const struct s
 
 /* --- the plan's folder and database -------------------------------------------------------------- */
 
-/* The plan's digest: FNV-1a over what sizes its candidates (the load, the SLO, the search, the replicas'
- * limit, tessera sim's options and the space file's text), as 16 hex digits. Its prices, accuracy floor
+/* The plan's digest: FNV-1a over what sizes its candidates (tessera's version, the load, the SLO, the
+ * search, the replicas' limit, tessera sim's options and the space file's text), as 16 hex digits; the
+ * files the options name are read as they are at each run. Its prices, accuracy floor
  * and --jobs rank the candidates or share out the work, and are not in it: changed, a plan goes on. */
 void plan_digest(const struct plan_args *a, char *out, size_t len)
 {
     uint64_t h = 1469598103934665603ULL;
     char text[1024], slo[512];
-    snprintf(text, sizeof text, "rps=%.17g slo=%s tol=%.17g start=%.17g max=%.17g min=%.17g early=%d replicas=%d",
-             a->rps, plan_slo_text(&a->slo, slo, sizeof slo), a->search.tolerance, a->search.start_rps,
+    snprintf(text, sizeof text, "version=%s rps=%.17g slo=%s tol=%.17g start=%.17g max=%.17g min=%.17g early=%d replicas=%d",
+             ts_version(), a->rps, plan_slo_text(&a->slo, slo, sizeof slo), a->search.tolerance, a->search.start_rps,
              a->search.max_rps, a->search.min_rps, a->early, a->max_replicas);
 #define MIX(c) (h = (h ^ (unsigned char)(c)) * 1099511628211ULL)
     for (const char *q = text; *q; q++)
@@ -120,7 +122,7 @@ static void plan_files_remove(const char *dir)
 {
     char path[CFG_PATH + 64];
     snprintf(path, sizeof path, "%s/plan.db", dir);
-    unlink(path);
+    db_remove(path);
     snprintf(path, sizeof path, "%s/shards", dir);
     DIR *d = opendir(path);
     for (struct dirent *de; d && (de = readdir(d));) {
@@ -231,6 +233,11 @@ static int read_one(void *ctx, const struct db_plan_row *row)
     if (status < 0)
         return ts_fail(rd->err, "%s: plan_candidates: candidate %lld: status '%.40s' is none a plan writes", rd->path,
                        (long long)row->candidate, row->status);
+    if (status == CAND_SIZED && !(row->replicas >= 1 && row->gpus >= 1 && isfinite(row->rps_per_replica) &&
+                                  row->rps_per_replica > 0 && isfinite(row->p99_s) && isfinite(row->mean_s)))
+        return ts_fail(rd->err, "%s: plan_candidates: candidate %lld: a sized candidate without its replicas, GPUs, "
+                                "capacity or latencies (replicas %d, gpus %d)", rd->path, (long long)row->candidate,
+                       row->replicas, row->gpus);
     struct cand *c = &rd->c[row->candidate - 1];
     if (c->status >= 0) /* (a candidate twice: the first kept) */
         return 0;
@@ -285,7 +292,7 @@ int plan_write_sbatch(const char *dir, int argc, char **argv, int tasks, struct 
 {
     char exe[CFG_PATH], cwd[CFG_PATH], path[CFG_PATH + 32];
     const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0 || !getcwd(cwd, sizeof cwd))
+    if (n <= 0 || n >= (ssize_t)sizeof exe - 1 || !getcwd(cwd, sizeof cwd))
         return ts_fail(err, "cannot name this program or the working folder: %s", strerror(errno));
     exe[n] = '\0';
     snprintf(path, sizeof path, "%s/plan.sbatch", dir);

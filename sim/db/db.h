@@ -91,6 +91,8 @@ struct fleet_result;
 struct sim_config;
 int db_out_commit_fleet(struct db_out *out, const struct sim_config *base, const struct sim_config *cfg,
                         const struct fleet_result *r, struct ts_err *err);
+/* Removes the database at path and SQLite's files beside it (its -wal, -shm and -journal). */
+void db_remove(const char *path);
 /* A plan's candidate (tessera plan size): a row of plan_candidates. */
 struct db_plan_row {
     char plan[24];               /* the plan's digest: what sizes it (its load, SLO, search and space) */

@@ -353,7 +353,7 @@ static int merge_all(struct merge *m, sqlite3 *const *in, const char *const *pat
 }
 
 /* A database file and the logs SQLite keeps beside it removed. */
-static void remove_db(const char *path)
+void db_remove(const char *path)
 {
     static const char *const logs[] = {"", "-wal", "-shm", "-journal"};
     char name[CFG_PATH + 16];
@@ -393,7 +393,7 @@ int db_merge(const char *out, const char *const *in, int n, int64_t *runs, int64
         rc = linked ? -1 : 0;
     }
     if (rc && made_here) /* (where no unnamed file could be made: the new OUT is removed, with its logs) */
-        remove_db(out);
+        db_remove(out);
     else if (fd < 0)
         db_leave_rollback(out);
     if (rc == 0)

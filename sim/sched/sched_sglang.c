@@ -131,6 +131,10 @@ static int sglang_init(struct sim *s, struct ts_err *err)
     if (context_pass && s->sched_p[MAX_PREFILL] < canvas)
         return ts_fail(err, "sglang scheduler: --max-prefill-tokens %d is less than a canvas's context pass (%.0f "
                             "rows)", (int)s->sched_p[MAX_PREFILL], canvas);
+    if (s->sched_p[STEPS_PER_ROUND] > 1 && s->sched_p[FDFO] == 0)
+        return ts_fail(err, "sglang scheduler: steps-per-round %d under fdfo 0: a sync round runs its blocks to the end "
+                            "already (SGLANG_DLLM_FDFO_STEPS_PER_ROUND is first done, first out's)",
+                       (int)s->sched_p[STEPS_PER_ROUND]);
     struct sglang_round *rd = xcalloc(1, sizeof *rd);
     s->sched_state = rd;
     if (s->sched_p[CUDA_GRAPH])
