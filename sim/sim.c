@@ -386,7 +386,11 @@ static int price_drafter(struct sim *s, double *secs, struct cost_breakdown *bd,
         return 0;
     struct cost_breakdown db, rb;
     double ds, rs;
-    if (s->cost->step_s(&s->cctx, d, &ds, &db, &s->run_err) || cost_roofline.step_s(&s->cctx, d, &rs, &rb, &s->run_err))
+    if (s->cost->step_s(&s->cctx, d, &ds, &db, &s->run_err))
+        return -1;
+    if (s->cost == &cost_roofline) /* (its breakdown is the roofline's already) */
+        rb = db;
+    else if (cost_roofline.step_s(&s->cctx, d, &rs, &rb, &s->run_err))
         return -1;
     s->sum.drafter_rows += d->tot.q_tokens, s->sum.drafter_logit_rows += d->tot.logit_rows;
     const double share = (double)s->pol->drafter_layers(&s->pcfg) / s->model.num_layers;

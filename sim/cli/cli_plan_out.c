@@ -51,6 +51,16 @@ static int write_csv(const char *dir, const struct space *sp, struct cand *const
     return ts_whole_close(&w, ferror(w.f) != 0, err);
 }
 
+/* Candidate c's configuration as the plan runs it: at its replicas and the load. */
+static int cand_config(const struct plan_args *a, const struct space *sp, const struct cand *c, struct sim_config *cfg)
+{
+    if (plan_config_of(a, sp, c->index, cfg))
+        return -1;
+    cfg->rps = a->rps;
+    cfg->replicas = TS_MAX(c->r.replicas, 1);
+    return 0;
+}
+
 static int write_runs(const char *dir, const struct plan_args *a, const struct space *sp, const struct cand *c, long n,
                       struct ts_err *err)
 {
@@ -60,10 +70,8 @@ static int write_runs(const char *dir, const struct plan_args *a, const struct s
         return ts_fail(err, "%s: %s", path, strerror(errno));
     for (long i = 0; i < n; i++) {
         struct sim_config cfg;
-        if (plan_config_of(a, sp, c[i].index, &cfg))
+        if (cand_config(a, sp, &c[i], &cfg))
             return ts_fail(err, "candidate %ld: its options do not parse", c[i].index + 1);
-        cfg.rps = a->rps;
-        cfg.replicas = TS_MAX(c[i].r.replicas, 1);
         snprintf(path, sizeof path, "%s/runs/candidate-%ld.run", dir, c[i].index + 1);
         struct ts_whole w;
         if (ts_whole_open(&w, path, TS_WHOLE_REPLACE, NULL, err))
@@ -182,16 +190,6 @@ int plan_out_ready(const char *dir, const char *key, bool force, bool *resume)
 }
 
 
-/* Candidate c's configuration as the plan runs it: at its replicas and the load. */
-static int cand_config(const struct plan_args *a, const struct space *sp, const struct cand *c, struct sim_config *cfg)
-{
-    if (plan_config_of(a, sp, c->index, cfg))
-        return -1;
-    cfg->rps = a->rps;
-    cfg->replicas = TS_MAX(c->r.replicas, 1);
-    cfg->progress = false;
-    return 0;
-}
 
 int plan_keep_one(void *ctx, const struct cand *c)
 {
