@@ -27,10 +27,24 @@ struct sim_setup {
  * scheduler, implementation, cost model or planner, with the known ones; a parameter neither the
  * policy nor the scheduler declares; a decode model that does not parse). */
 int sim_setup_resolve(const struct sim_config *c, struct sim_setup *out, struct ts_err *err);
-/* Where implementation im is priced by its rounds (rounds.h): the profile measured for gpu and model
- * on one GPU (no tensor or expert parallelism), DATADIR/rounds/GPU-MODEL-IMPL.csv, into out; 1 when
- * there is one, 0 when the run is priced as im's base. */
-int sim_rounds_path(const struct sim_config *c, const char *gpu, const char *model, const struct impl_profile *im,
-                    char *out, size_t len);
+/* How a run of c (model, implementation im) takes a runtime's rounds measured whole (rounds.h), decided
+ * here alone (the simulator's pricing chain, the interval's sources and the summary read it):
+ *   ROUNDS_WHOLE      the card's own rounds price each step whole;
+ *   ROUNDS_HOST_ONLY  their host's work between rounds alone, the forwards priced as im's base: rounds
+ *                     measured beside another card (--rounds-host), or the card's own under FP8 weights
+ *                     (they ran bf16: bf16_only);
+ *   ROUNDS_NONE       priced as im's base (no rounds for the card, the model or the parallelism).
+ * The profile is DATADIR/rounds/CARD-MODEL-IMPL.csv, measured on one GPU (no tensor or expert
+ * parallelism). A --rounds-host whose rounds are not there leaves ROUNDS_NONE with its card set: the
+ * simulator refuses it. */
+enum rounds_use { ROUNDS_NONE, ROUNDS_WHOLE, ROUNDS_HOST_ONLY };
+struct rounds_source {
+    enum rounds_use use;
+    bool bf16_only;
+    const char *card; /* whose rounds (c->gpu or c->rounds_host); NULL: neither asked */
+    char path[4096];
+};
+void sim_rounds_source(const struct sim_config *c, const char *model, const struct impl_profile *im,
+                       struct rounds_source *out);
 
 #endif

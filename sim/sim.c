@@ -323,97 +323,12 @@ static void lazy_chunk(struct sim *s, int64_t budget)
     sd->ffn_chunks = ch.shape.ffn_chunks;
 }
 
-/* A step's energy on the run's GPUs: each draws its idle power and, on top, its dynamic power (TDP
- * less idle) in the share its work sets: all of it while compute bounds the work, GPU_MEM_POWER_SHARE
- * of it while memory does, weighed by the roofline's time of each; for the step's whole time
- * (sim/docs/cost-model.md, "Energy"). */
-static double step_joules(const struct sim *s, const struct cost_breakdown *rb, double secs)
-{
-    const double work = rb->compute_s + rb->memory_s;
-    const double share = work > 0 ? (rb->compute_s + GPU_MEM_POWER_SHARE * rb->memory_s) / work : 0;
-    return sim_gpus(s) * secs * (s->gpu.idle_w + (s->gpu.tdp_w - s->gpu.idle_w) * share);
-}
-
-/* A runtime priced by its rounds measured whole (rounds.h): the step's time is its round's forward and,
- * where it begins a round, the host's work; the back end's ops keep their shares of the forward. */
-static int rounds_step(struct sim *s, double *secs, struct cost_breakdown *bd)
-{
-    double fwd, host;
-    bool beyond;
-    if (rounds_price(s->rounds, &s->sd, s->cfg.extrapolate, &fwd, &host, &beyond, &s->run_err))
-        return -1;
-    /* past the rounds' measured range, or (their host alone) the forwards past the calibration's */
-    bd->beyond = beyond || (s->rounds_host_only && bd->beyond);
-    const double *scale = s->cctx.op_scale; /* an ablation's or an interval's replicate's factors, which the
-                                             * back end applied to its ops: applied to the round alike */
-    double ops = 0, raw = 0;
-    for (int i = 0; i < OP_COUNT; i++)
-        if (i != OP_HOST)
-            ops += bd->op_s[i], raw += scale ? bd->op_s[i] / scale[i] : bd->op_s[i];
-    fwd = s->rounds_host_only ? ops : fwd * (raw > 0 ? ops / raw : 1); /* (another card's rounds: their host alone) */
-    /* the host's share by the host's factor and by the runtime's own draw (an interval's replicate: the
-     * runtime's spread was measured on the rounds whole) */
-    host *= (scale ? scale[OP_HOST] : 1) * (s->cfg.speed_gpu > 0 && !s->rounds_host_only ? s->cfg.speed_gpu : 1);
-    for (int i = 0; i < OP_COUNT; i++)
-        bd->op_s[i] = i == OP_HOST ? host : ops > 0 ? bd->op_s[i] * fwd / ops : 0;
-    bd->total_s = *secs = fwd + host;
-    return 0;
-}
-
-/* The ops of a forward's layers (the drafter runs its own number of them); the rest are once a forward. */
-static bool per_layer_op(int op) { return op != OP_EMBED && op != OP_LM_HEAD && op != OP_SAMPLE; }
-
-/* A speculative policy's drafter (policy_ops.drafter_layers): before the target verifies a request's
- * block (a BLOCK segment), the drafter runs it, its q rows over the request's context (kv) in one
- * pass, the masks' q - 1 logit rows through the shared LM head. Priced by the run's back end as the
- * model's forward of those shapes, the per-layer ops (and the host's issue of them) scaled from the
- * model's layers to the drafter's, the tensor-parallel sampler's gather once a forward; added to the
- * step's seconds and ops, and its roofline work (the clock's load, the energy's mix) into *work. */
-static int price_drafter(struct sim *s, double *secs, struct cost_breakdown *bd, struct cost_breakdown *work)
-{
-    struct step_desc *d = &s->draft_sd; /* (zeroed with the simulator, its storage grown as it goes) */
-    step_desc_clear(d);
-    d->attn_block = s->sd.attn_block;
-    d->ffn_chunks = s->sd.ffn_chunks, d->logit_chunk_rows = s->sd.logit_chunk_rows;
-    for (int32_t i = 0; i < s->sd.num_segs; i++) {
-        const struct segment *g = &s->sd.segs[i];
-        if (g->phase != PHASE_BLOCK || g->padding)
-            continue;
-        step_desc_add(d, &(struct segment){.req_id = g->req_id, .phase = PHASE_BLOCK, .q = g->q, .kv = g->kv,
-                                           .logit_rows = g->q - 1});
-    }
-    if (d->num_segs == 0)
-        return 0;
-    struct cost_breakdown db, rb;
-    double ds, rs;
-    if (s->cost->step_s(&s->cctx, d, &ds, &db, &s->run_err))
-        return -1;
-    if (s->cost == &cost_roofline) /* (its breakdown is the roofline's already) */
-        rb = db;
-    else if (cost_roofline.step_s(&s->cctx, d, &rs, &rb, &s->run_err))
-        return -1;
-    s->sum.drafter_rows += d->tot.q_tokens, s->sum.drafter_logit_rows += d->tot.logit_rows;
-    const double share = (double)s->pol->drafter_layers(&s->pcfg) / s->model.num_layers;
-    const double gather = cost_tp_sample_gather_s(&s->cctx, d); /* (once a forward, within OP_ALLREDUCE) */
-    double added = 0;
-    for (int i = 0; i < OP_COUNT; i++) {
-        const double once = i == OP_ALLREDUCE ? TS_MIN(gather, db.op_s[i]) : 0;
-        const double t = per_layer_op(i) ? (db.op_s[i] - once) * share + once : db.op_s[i];
-        bd->op_s[i] += t;
-        added += t;
-    }
-    bd->total_s += added;
-    bd->beyond = bd->beyond || db.beyond;
-    *secs += added;
-    work->flops = share * rb.flops, work->compute_s = share * rb.compute_s, work->memory_s = share * rb.memory_s;
-    return 0;
-}
-
 static void start_step(struct sim *s)
 {
     step_desc_clear(&s->sd);
     s->sd.logit_chunk_rows = s->cfg.max_num_logits;
     s->sd.ffn_chunks = s->cfg.ffn_chunks;
+    s->round = (struct round_step){0};
     s->step_extra_ns = 0;
     s->sched->build(s);
     if (s->sd.num_segs == 0) {
@@ -426,64 +341,18 @@ static void start_step(struct sim *s)
         int64_t left = s->capacity - s->weight_bytes - s->kv_pages_used * s->kv_page_tokens * s->kv_token_bytes;
         lazy_chunk(s, s->act_reserved > 0 && s->sched->budgeted ? TS_MIN(left, s->act_reserved) : left);
     }
-    struct cost_breakdown bd, draft_work = {0};
-    double secs;
-    if (s->cost->step_s(&s->cctx, &s->sd, &secs, &bd, &s->run_err) || (s->rounds && rounds_step(s, &secs, &bd)) ||
-        (s->pol->drafter_layers && price_drafter(s, &secs, &bd, &draft_work))) {
+    struct step_price p;
+    if (pricing_step(s, &p)) {
         s->failed = true;
         return;
     }
     for (int i = 0; i < OP_COUNT; i++)
-        s->sum.ops.op_s[i] += bd.op_s[i];
-    s->sum.ops.total_s += bd.total_s;
-    s->sum.steps_beyond += bd.beyond;
-    struct cost_breakdown rb = bd; /* the step's work by the roofline: the clock's load, the energy's busy time */
-    double rs;
-    if (s->cost != &cost_roofline && cost_roofline.step_s(&s->cctx, &s->sd, &rs, &rb, &s->run_err)) {
-        s->failed = true;
-        return;
-    }
-    rb.flops += draft_work.flops, rb.compute_s += draft_work.compute_s, rb.memory_s += draft_work.memory_s;
-    if (s->sum.clock_modelled) { /* at the card's clock state (live: the prediction the measured time is set
-                                  * against) */
-        const double t = clock_step(&s->clock, &s->clock_st, s->now_ns, secs, rb.flops);
-        s->sum.clock_delta_s += t - secs;
-        secs = t;
-    }
-    const double host = cost_host_s(&s->cctx, &s->sd); /* offloaded K/V: the host's part (HERALD's; live, the
-                                                        * executor runs and times it with the step) */
-    if (host > 0)
-        secs = cost_with_host(&s->sd, secs, host);
-    if (s->ex.step) {
-        double measured;
-        if (s->sum.live_steps == 0)
-            s->sum.live_t0_unix = ts_unix_s();
-        if (s->ex.step(s->ex.ctx, &s->sd, &measured, &s->run_err) ||
-            (!(measured > 0) && ts_fail(&s->run_err, "the executor measured %g s for step %lld", measured,
-                                        (long long)s->sum.num_steps))) {
-            s->failed = true;
-            return;
-        }
-        s->sum.live_steps++;
-        s->sum.live_t1_unix = ts_unix_s();
-        s->sum.live_measured_s += measured;
-        s->sum.live_model_s += secs;
-        s->sum.live_abs_rel += fabs(secs - measured) / measured;
-        if (host > 0) {
-            s->sum.live_host_steps++;
-            s->sum.live_host_measured_s += measured, s->sum.live_host_model_s += secs;
-            s->sum.live_host_abs_rel += fabs(secs - measured) / measured;
-        }
-        secs = measured;
-    }
-    s->sum.busy_s += secs;
-    if (s->rounds && !s->ex.step) { /* (the GPU idles through the host's work between rounds) */
-        const double idle = TS_MIN(bd.op_s[OP_HOST], secs);
-        s->sum.busy_energy_j += step_joules(s, &rb, secs - idle) + sim_gpus(s) * idle * s->gpu.idle_w;
-    } else {
-        s->sum.busy_energy_j += step_joules(s, &rb, secs);
-    }
-    int64_t dur = llround(secs * 1e9) + s->step_extra_ns;
+        s->sum.ops.op_s[i] += p.bd.op_s[i];
+    s->sum.ops.total_s += p.bd.total_s;
+    s->sum.steps_beyond += p.bd.beyond;
+    s->sum.busy_s += p.secs;
+    s->sum.busy_energy_j += pricing_joules(s, &p);
+    int64_t dur = llround(p.secs * 1e9) + s->step_extra_ns;
     if (dur < 1)
         dur = 1;
     const struct og_shape shape = act_shape(s, s->sd.tot.rows, s->sd.tot.logit_rows, s->sd.logit_chunk_rows,

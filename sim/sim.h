@@ -23,6 +23,8 @@ struct sim_summary {
     int64_t num_steps, request_steps; /* steps; requests' segments summed over steps (not a graph's padding) */
     int64_t drafter_rows, drafter_logit_rows; /* a speculative policy's drafter (policy_ops.drafter_layers):
                                                * the rows its forwards ran and their logit rows, summed */
+    uint32_t pricing;                 /* the pricing chain's links (pricing.h) that priced at least one step,
+                                       * a bit a link (sim_pricing_text names them) */
     int64_t steps_beyond;             /* steps priced past the calibration's or the rounds' measured range
                                        * (--extrapolate) */
     int64_t tokens_decoded;           /* positions committed (G per request without early stop) */
@@ -164,6 +166,8 @@ int32_t sim_request_prompt(const struct sim *s, int32_t req_id);
 void sim_reject_reasons(const struct sim *s, char *buf, size_t len);
 /* Sets the executor before sim_run (NULL: back to the cost model). */
 void sim_set_executor(struct sim *s, const struct sim_executor *ex);
+/* The pricing chain's links a summary's `pricing` names ("calibrated > clock"), into buf (pricing.h). */
+const char *sim_pricing_text(uint32_t priced, char *buf, size_t len);
 
 /* The run's model: --model resolved (model_resolve), its longest sequence --max-pos where given. */
 int sim_model_resolve(const struct sim_config *c, struct model_cfg *out, struct ts_err *err);

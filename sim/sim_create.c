@@ -142,25 +142,20 @@ done:
  * GPU, where one was measured (else s->rounds stays NULL and the steps are priced as its base's). */
 static int load_rounds(struct sim *s, struct ts_err *err)
 {
-    char path[CFG_PATH + 256];
-    const char *card = s->gpu.name;
-    if (sim_rounds_path(&s->cfg, card, s->model.name, &s->impl, path, sizeof path)) {
-        /* (the card's own rounds price it whole: --rounds-host naming the card itself changes nothing, and a
-         * grid over cards may keep it) */
-        if (s->cfg.rounds_host[0] && !ts_name_eq(s->cfg.rounds_host, card))
-            return ts_fail(err, "--rounds-host %s: %s's own rounds of %s are measured (%s): they price the run whole",
-                           s->cfg.rounds_host, card, s->model.name, path);
-    } else if (s->cfg.rounds_host[0]) {
-        card = s->cfg.rounds_host;
-        if (!s->impl.rounds || !sim_rounds_path(&s->cfg, card, s->model.name, &s->impl, path, sizeof path))
-            return ts_fail(err, "--rounds-host %s: no rounds of --impl %s measured for %s on %s", card, s->impl.name,
-                           s->model.name, card);
-        s->rounds_host_only = true;
-    } else {
+    struct rounds_source src;
+    sim_rounds_source(&s->cfg, s->model.name, &s->impl, &src);
+    if (!src.card)
         return 0;
-    }
-    if (s->cfg.weights == WEIGHTS_FP8) /* (the rounds ran bf16 weights: their host work alone applies) */
-        s->rounds_host_only = true;
+    const char *path = src.path;
+    /* (the card's own rounds price it whole: --rounds-host naming the card itself changes nothing, and a
+     * grid over cards may keep it) */
+    if (src.card == s->cfg.gpu && s->cfg.rounds_host[0] && !ts_name_eq(s->cfg.rounds_host, src.card))
+        return ts_fail(err, "--rounds-host %s: %s's own rounds of %s are measured (%s): they price the run whole",
+                       s->cfg.rounds_host, src.card, s->model.name, path);
+    if (src.use == ROUNDS_NONE)
+        return ts_fail(err, "--rounds-host %s: no rounds of --impl %s measured for %s on %s", src.card, s->impl.name,
+                       s->model.name, src.card);
+    s->rounds_host_only = src.use == ROUNDS_HOST_ONLY;
     if (strcmp(s->sched->name, "sglang") != 0)
         return ts_fail(err, "--impl %s prices the sglang scheduler's rounds, measured whole (%s): give --scheduler "
                             "sglang (or --system sglang), not %s", s->impl.name, path, s->sched->name);
@@ -171,7 +166,32 @@ static int load_rounds(struct sim *s, struct ts_err *err)
         return ts_fail(err, "--clock on: --impl %s's rounds were measured at the card's own clock, which they hold "
                             "(%s)", s->impl.name, path);
     s->rounds = xcalloc(1, sizeof *s->rounds);
-    return rounds_load(path, card, s->model.name, s->impl.name, s->rounds, err);
+    return rounds_load(path, src.card, s->model.name, s->impl.name, s->rounds, err);
+}
+
+/* The run's pricing chain (pricing.h) and what its links load: a runtime's rounds, the card's clock. */
+static int load_pricing(struct sim *s, struct ts_err *err)
+{
+    if ((s->impl.rounds || s->cfg.rounds_host[0]) && load_rounds(s, err))
+        return -1;
+    if (s->cfg.clock != CLOCK_OFF) { /* the card's clock under its power limit (clock.h) */
+        const int found =
+            s->cost == &cost_calibrated ? clock_params_find(s->cfg.datadir, s->gpu.name, &s->clock, err) : 0;
+        if (found < 0)
+            return -1;
+        if (!found && s->cfg.clock == CLOCK_ON) {
+            if (s->cost != &cost_calibrated)
+                ts_fail(err, "--clock on: the clock is modelled with the calibrated cost only (--cost calibrated)");
+            else
+                ts_fail(err, "--clock on: no clock measured for %s (%s/clock.csv and gpu_measured.csv; tessera calib "
+                             "clock fits one to an engine_bench --warm-trace)", s->gpu.name, s->cfg.datadir);
+            return -1;
+        }
+        s->sum.clock_modelled = found == 1 && !s->rounds; /* (a runtime's measured rounds hold their clock; with
+                                                           * another card's, their host's time is not the card's) */
+    }
+    pricing_resolve(s);
+    return 0;
 }
 
 /* The all-reduce's times over `degree` GPUs of the run's kind (data/allreduce.csv, else the link). */
@@ -259,15 +279,27 @@ static int64_t decode_state_tokens(const struct sim *s, const struct sim_config 
     return ((int64_t)cfg->block * credit * 4 + tb - 1) / tb + ((int64_t)cfg->block * canvas * 4 + tb - 1) / tb;
 }
 
+/* Whether policy po shapes its steps itself (its own counts, selections or layers), so no draft blocks
+ * ride beside its rows. */
+static bool shapes_own_steps(const struct policy_ops *po)
+{
+    return (po->caps & (POLICY_DECIDES | POLICY_SELECTS)) || po->knobs;
+}
+
 /* Whether the run's policy takes its model and decoder: a block model where it needs one, and steps of
  * a block's rows beside Spiffy's draft blocks or WINO's shadow block. */
 static int policy_fits(const struct sim *s, const struct sim_config *cfg, struct ts_err *err)
 {
-    if (s->dm.drafts > 0 && ((s->pol->caps & (POLICY_DECIDES | POLICY_SELECTS)) || s->pol->knobs))
+    if (s->dm.drafts > 0 && shapes_own_steps(s->pol)) {
+        char fit[1024] = ""; /* (the policies that take them, from the table) */
+        const struct policy_ops *po;
+        for (int i = 0; (po = policy_get(i)) != NULL; i++)
+            if (!shapes_own_steps(po))
+                snprintf(fit + strlen(fit), sizeof fit - strlen(fit), "%s%s", fit[0] ? ", " : "", po->name);
         return ts_fail(err, "--decode %s: %s blocks ride beside a step's rows, which policy %s shapes "
-                            "itself (its own counts, selections or layers); give it vanilla, prefix, dual, block, "
-                            "block+delayed, vicinity, dpad, d2cache, dkv-cache or sparsed", cfg->decode,
-                       s->dm.kind == DECODE_WINO ? "WINO's shadow" : "Spiffy's draft", s->pol->name);
+                            "itself (its own counts, selections or layers); give it one of %s", cfg->decode,
+                       s->dm.kind == DECODE_WINO ? "WINO's shadow" : "Spiffy's draft", s->pol->name, fit);
+    }
     if ((s->pol->caps & POLICY_OWN_COUNT) && strcmp(cfg->decode, "fixed:1") != 0)
         return ts_fail(err, "--decode %s: policy %s draws its steps' commits itself (tessera list policies: its "
                             "options), so it reads no decode model", cfg->decode, s->pol->name);
@@ -343,23 +375,8 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
         goto fail;
     if (s->cost == &cost_calibrated && load_calibration(s, err))
         goto fail;
-    if ((s->impl.rounds || cfg->rounds_host[0]) && load_rounds(s, err))
+    if (load_pricing(s, err))
         goto fail;
-    if (cfg->clock != CLOCK_OFF) { /* the card's clock under its power limit (clock.h) */
-        const int found = s->cost == &cost_calibrated ? clock_params_find(cfg->datadir, s->gpu.name, &s->clock, err) : 0;
-        if (found < 0)
-            goto fail;
-        if (!found && cfg->clock == CLOCK_ON) {
-            if (s->cost != &cost_calibrated)
-                ts_fail(err, "--clock on: the clock is modelled with the calibrated cost only (--cost calibrated)");
-            else
-                ts_fail(err, "--clock on: no clock measured for %s (%s/clock.csv and gpu_measured.csv; tessera calib "
-                             "clock fits one to an engine_bench --warm-trace)", s->gpu.name, cfg->datadir);
-            goto fail;
-        }
-        s->sum.clock_modelled = found == 1 && !s->rounds; /* (a runtime's measured rounds hold their clock; with
-                                                           * another card's, their host's time is not the card's) */
-    }
     s->pcfg = (struct policy_cfg){.block_size = cfg->block, .mask_only = cfg->mask_only,
                                   .block_logits = cfg->block_logits,
                                   .early_stop = cfg->early_stop, .early_commit = cfg->early_commit, .dm = &s->dm,
@@ -487,6 +504,7 @@ void sim_set_executor(struct sim *s, const struct sim_executor *ex)
         s->ex = *ex;
     else
         memset(&s->ex, 0, sizeof s->ex);
+    pricing_resolve(s); /* (live, or back to the cost model) */
 }
 
 const struct sim_config *sim_config(const struct sim *s) { return &s->cfg; }

@@ -1,6 +1,6 @@
 /*
  * sim_internal.h: the simulator's state as schedulers see it. Only the event loop's files (sim.c,
- * sim_create.c, sim_requests.c), the schedulers and the tests include it (check_layers); the database
+ * sim_create.c, sim_requests.c, pricing.c), the schedulers and the tests include it (check_layers); the database
  * writer reads a run through sim_record.h.
  */
 #ifndef TESSERA_SIM_INTERNAL_H
@@ -21,6 +21,7 @@
 #include "planner.h"
 #include "model.h"
 #include "policy.h"
+#include "pricing.h"
 #include "prompt_cache.h"
 #include "request.h"
 #include "rounds.h"
@@ -58,6 +59,9 @@ struct sim {
     bool rounds_host_only;         /* rounds measured beside another card (--rounds-host): their host work alone */
     struct rounds_profile *rounds; /* owned; an implementation priced by its rounds (rounds.h), where the GPU
                                     * and model have them (NULL: priced as its base) */
+    struct round_step round;       /* what the step is of its round, as a scheduler of rounds says (rounds.h) */
+    int pricer_link[PRICERS_MAX];  /* the pricing chain (pricing_resolve): its links' rows in pricing.c */
+    int num_pricers;
     const struct planner_ops *planner; /* activation reservations (planner.h) */
     struct act_cache *act_plans;       /* the planner's plans by shape (owned) */
     struct ts_err run_err;

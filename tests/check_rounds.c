@@ -48,6 +48,8 @@ static void load(const char *text, struct rounds_profile *p)
     free(copy);
 }
 
+static struct round_step rs; /* (what step() says of its round) */
+
 /* a step of n requests' rows (each q rows over kv cached keys) and pad graph-padding rows */
 static void step(struct step_desc *sd, int n, int q, int kv, int pad, int phase, int mode, bool host)
 {
@@ -56,8 +58,7 @@ static void step(struct step_desc *sd, int n, int q, int kv, int pad, int phase,
     if (pad)
         test_step_repeat(sd, &(struct segment){.q = q, .logit_rows = q, .phase = PHASE_BLOCK, .padding = PAD_GRAPH},
                          pad);
-    sd->round_mode = (int8_t)mode;
-    sd->round_host = host;
+    rs = (struct round_step){(int8_t)mode, host};
 }
 
 START_TEST(fit_recovers_the_coefficients)
@@ -96,45 +97,45 @@ START_TEST(a_step_is_priced_by_the_formula)
     bool beyond;
     /* five requests of 32 rows over 300 cached keys as the graph of 8: keys read 5 (300 + 32) */
     step(&sd, 5, 32, 300, 3, PHASE_BLOCK, ROUND_FDFO, true);
-    ck_assert_int_eq(rounds_price(&p, &sd, false, &fwd, &host, &beyond, NULL), 0);
+    ck_assert_int_eq(rounds_price(&p, &sd, &rs, false, &fwd, &host, &beyond, NULL), 0);
     const double k = 5 * 332 / 1e3;
     ck_assert(!beyond); /* (within the measured graphs and keys) */
     ck_assert_double_eq_tol(fwd * 1e3, A[3] + C_REQ * (5 - 8) + C_KV * k, 1e-6);
     ck_assert_double_eq_tol(host * 1e3, H0 + H1 * 5 + H2 * k, 1e-6);
     /* the same round's later forward (no host work), and six unpadded rows: a(6) halfway from a(4) to a(8) */
     step(&sd, 5, 32, 300, 3, PHASE_BLOCK, ROUND_FDFO, false);
-    ck_assert_int_eq(rounds_price(&p, &sd, false, &fwd, &host, &beyond, NULL), 0);
+    ck_assert_int_eq(rounds_price(&p, &sd, &rs, false, &fwd, &host, &beyond, NULL), 0);
     ck_assert_double_eq(host, 0);
     step(&sd, 6, 32, 0, 0, PHASE_BLOCK, ROUND_FDFO, false);
-    ck_assert_int_eq(rounds_price(&p, &sd, false, &fwd, &host, &beyond, NULL), 0);
+    ck_assert_int_eq(rounds_price(&p, &sd, &rs, false, &fwd, &host, &beyond, NULL), 0);
     ck_assert_double_eq_tol(fwd * 1e3, (A[2] + A[3]) / 2 + C_KV * 6 * 32 / 1e3, 1e-6);
     /* a round of 12 lies beyond the measured graphs: refused, or on the line through 4 and 8 */
     struct ts_err err = {0};
     step(&sd, 12, 32, 0, 0, PHASE_BLOCK, ROUND_FDFO, false);
-    ck_assert_int_eq(rounds_price(&p, &sd, false, &fwd, &host, &beyond, &err), -1);
+    ck_assert_int_eq(rounds_price(&p, &sd, &rs, false, &fwd, &host, &beyond, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "outside the measured graph batches (1 to 8"));
-    ck_assert_int_eq(rounds_price(&p, &sd, true, &fwd, &host, &beyond, NULL), 0);
+    ck_assert_int_eq(rounds_price(&p, &sd, &rs, true, &fwd, &host, &beyond, NULL), 0);
     ck_assert_double_eq_tol(fwd * 1e3, A[3] + (A[3] - A[2]) + C_KV * 12 * 32 / 1e3, 1e-6);
     ck_assert(beyond);
     /* requests longer than the measured 2,000 keys: refused, or on the fit's line */
     step(&sd, 2, 32, 2500, 0, PHASE_BLOCK, ROUND_FDFO, true);
-    ck_assert_int_eq(rounds_price(&p, &sd, false, &fwd, &host, &beyond, &err), -1);
+    ck_assert_int_eq(rounds_price(&p, &sd, &rs, false, &fwd, &host, &beyond, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "hold 2532 keys each, beyond the measured 2000"));
-    ck_assert_int_eq(rounds_price(&p, &sd, true, &fwd, &host, &beyond, NULL), 0);
+    ck_assert_int_eq(rounds_price(&p, &sd, &rs, true, &fwd, &host, &beyond, NULL), 0);
     ck_assert_double_eq_tol(host * 1e3, H0 + H1 * 2 + H2 * 2 * 2532 / 1e3, 1e-6);
     ck_assert(beyond);
     step(&sd, 2, 32, 1900, 0, PHASE_BLOCK, ROUND_FDFO, true); /* (1,932 keys: within) */
-    ck_assert_int_eq(rounds_price(&p, &sd, true, &fwd, &host, &beyond, NULL), 0);
+    ck_assert_int_eq(rounds_price(&p, &sd, &rs, true, &fwd, &host, &beyond, NULL), 0);
     ck_assert(!beyond);
     /* a phase or mode it did not measure, and another scheduler's step, are refused */
     step(&sd, 2, 32, 0, 0, PHASE_PREFILL, ROUND_FDFO, true);
-    ck_assert_int_eq(rounds_price(&p, &sd, false, &fwd, &host, &beyond, &err), -1);
+    ck_assert_int_eq(rounds_price(&p, &sd, &rs, false, &fwd, &host, &beyond, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "no fdfo prefill rounds measured"));
     step(&sd, 2, 32, 0, 0, PHASE_BLOCK, ROUND_SYNC, true);
-    ck_assert_int_eq(rounds_price(&p, &sd, false, &fwd, &host, &beyond, &err), -1);
+    ck_assert_int_eq(rounds_price(&p, &sd, &rs, false, &fwd, &host, &beyond, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "no sync denoise rounds measured"));
     step(&sd, 2, 32, 0, 0, PHASE_BLOCK, ROUND_NONE, true);
-    ck_assert_int_eq(rounds_price(&p, &sd, false, &fwd, &host, &beyond, &err), -1);
+    ck_assert_int_eq(rounds_price(&p, &sd, &rs, false, &fwd, &host, &beyond, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "give --scheduler sglang"));
     step_desc_free(&sd);
 }
@@ -212,7 +213,7 @@ START_TEST(the_shipped_profile_fits_its_rows)
     step(&sd, 1, 32, 256, 0, PHASE_BLOCK, ROUND_FDFO, true);
     double fwd, host;
     bool beyond;
-    ck_assert_int_eq(rounds_price(&p, &sd, false, &fwd, &host, &beyond, NULL), 0);
+    ck_assert_int_eq(rounds_price(&p, &sd, &rs, false, &fwd, &host, &beyond, NULL), 0);
     ck_assert_msg(fwd > 4.2e-3 && fwd < 5.0e-3 && host > 1e-3 && host < 2.5e-3, "%g %g", fwd, host);
     step_desc_free(&sd);
 }

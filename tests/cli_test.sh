@@ -2042,6 +2042,34 @@ assert len(rows) == 2 and rows[1].split(",")[2:] == ["3", "96", "3", "1", "1056"
 PY
 ) >"$tmp/out" 2>&1; then ok; else bad "the SGLang driver's hook: $(tail -3 "$tmp/out" | tr '\n' ' ')"; fi
 
+# a hint lists what the tables hold: each policy that Spiffy's draft blocks are told to take does take them
+expect 2 "spiffy beside fdllm-v2" -- "$bin" sim --requests 2 --decode spiffy:2,2 --policy fdllm-v2
+took=0
+for p in $(sed -n 's/.*give it one of //p' "$tmp/out" | tr -d ','); do
+    { "$bin" sim --requests 2 --gen-len 64 --decode spiffy:2,2 --policy "$p" --quiet >/dev/null 2>&1 ||
+        "$bin" sim --requests 2 --gen-len 64 --decode spiffy:2,2 --policy "$p" --model sdar-8b --quiet >/dev/null 2>&1; } &&
+        took=$((took + 1)) || bad "the hint names policy $p for Spiffy's drafts, which it refuses (on either model)"
+done
+[ "$took" -ge 10 ] && ok || bad "the hint for Spiffy's drafts names $took policies that take them"
+
+# the pricing chain: each run names the links that priced its steps (text, JSON, database), and only those
+pricing() { # pricing WANT WHAT SIM-OPTIONS...: the run's JSON and its summary line both say WANT
+    local want=$1 what=$2
+    shift 2
+    local got line
+    got=$("$bin" sim --requests 12 --quiet --json "$@" 2>/dev/null | sed -n 's/.*"pricing": *"\([^"]*\)".*/\1/p')
+    line=$("$bin" sim --requests 12 --no-progress "$@" 2>/dev/null | sed -n 's/^  priced by     //p')
+    [ "$got" = "$want" ] && [ "$line" = "$want" ] && ok || bad "$what: priced by '$got' (JSON), '$line' (text), wanted '$want'"
+}
+pricing "roofline" "the roofline alone"
+pricing "calibrated > clock" "a calibration at the card's clock" --cost calibrated --clock on
+pricing "calibrated > rounds" "SGLang's rounds" --system sglang
+pricing "roofline > host" "HERALD's host part over offloaded K/V" --policy herald --model sdar-8b
+pricing "roofline > drafter" "a diffusion drafter" --policy dflash
+"$bin" sim --requests 12 --quiet --db "$tmp/pricing.db" --cost calibrated --clock on >/dev/null 2>&1
+"$bin" db export "$tmp/pricing.db" runs --json 2>/dev/null | grep -q '"pricing": *"calibrated > clock"' && ok ||
+    bad "the database's summary row lacks the run's pricing chain"
+
 expect 0 "list calibrations" -- "$bin" list calibrations
 if [ "$(tail -n +2 "$tmp/out" | sed 's/^  //')" = "$(cd "$root/sim/data/calib" && LC_ALL=C ls -1 -- *.csv)" ]; then ok
 else bad "list calibrations: not the shipped calibrations in name order"; sed 's/^/    /' "$tmp/out" >&2; fi

@@ -107,11 +107,11 @@ static int run_sources(const struct sim_config *c, const struct sim_setup *setup
     /* a runtime priced by its own rounds measured whole (rounds.h): their spread from run to run and from
      * machine to machine, in place of the card's clock and the calibration, which they hold */
     struct model_cfg m;
-    char path[CFG_PATH + 256];
     struct ts_err unused;
-    const bool rounds = setup->impl.rounds && c->weights != WEIGHTS_FP8 && sim_model_resolve(c, &m, &unused) == 0 &&
-                        sim_rounds_path(c, c->gpu, m.name, &setup->impl, path, sizeof path); /* (priced whole by
-                                                                                                * them) */
+    struct rounds_source src = {0};
+    if (sim_model_resolve(c, &m, &unused) == 0)
+        sim_rounds_source(c, m.name, &setup->impl, &src);
+    const bool rounds = src.use == ROUNDS_WHOLE; /* (priced whole by them) */
     const bool calibrated = strcmp(c->cost, "calibrated") == 0;
     iv->used[SRC_CLOCK] = !rounds;
     iv->used[SRC_CALIBRATION] = !rounds && calibrated;

@@ -388,21 +388,23 @@ const char *cli_cost_text(const struct sim_config *c, char *buf, size_t len)
     }
     struct model_cfg m;
     if (impl_resolve(c->impl, &im, &err) == 0 && im.rounds && sim_model_resolve(c, &m, &err) == 0) {
-        if (sim_rounds_path(c, c->gpu, m.name, &im, path, sizeof path) && c->weights == WEIGHTS_FP8)
+        struct rounds_source src;
+        sim_rounds_source(c, m.name, &im, &src);
+        const char *shown = strstr(src.path, "/sim/data/") ? strstr(src.path, "/sim/data/") + 1 : src.path;
+        if (src.use == ROUNDS_HOST_ONLY && src.bf16_only)
             snprintf(buf + strlen(buf), len - strlen(buf), "; %s's rounds ran bf16 weights: the forwards priced as %s, "
-                     "the host's work between rounds from them: %s", im.name, im.calib_base,
-                     strstr(path, "/sim/data/") ? strstr(path, "/sim/data/") + 1 : path);
-        else if (sim_rounds_path(c, c->gpu, m.name, &im, path, sizeof path))
+                     "the host's work between rounds from them: %s", im.name, im.calib_base, shown);
+        else if (src.use == ROUNDS_WHOLE)
             snprintf(buf + strlen(buf), len - strlen(buf), "; each step %s's own round, measured whole: %s", im.name,
-                     strstr(path, "/sim/data/") ? strstr(path, "/sim/data/") + 1 : path);
-        else if (c->rounds_host[0] && sim_rounds_path(c, c->rounds_host, m.name, &im, path, sizeof path))
+                     shown);
+        else if (src.use == ROUNDS_HOST_ONLY)
             snprintf(buf + strlen(buf), len - strlen(buf), "; no %s rounds measured for %s on %s: the forwards priced "
                      "as %s, the host's work between rounds as measured beside %s (--rounds-host: %s)", im.name, m.name,
-                     c->gpu, im.calib_base, c->rounds_host,
-                     strstr(path, "/sim/data/") ? strstr(path, "/sim/data/") + 1 : path);
+                     c->gpu, im.calib_base, c->rounds_host, shown);
         else
             snprintf(buf + strlen(buf), len - strlen(buf), "; no %s rounds measured for %s on %s%s: priced as %s",
                      im.name, m.name, c->gpu, c->tp > 1 || c->ep > 1 ? " on one GPU" : "", im.calib_base);
     }
+
     return buf;
 }

@@ -105,6 +105,8 @@ void cli_print_summary(const struct sim_config *c, const struct sim_setup *setup
     printf("  known         %s\n", sim_known(c, known, sizeof known));
     printf("  load          %s\n", cli_load_text(c, m, load, sizeof load));
     printf("  cost          %s\n", cli_cost_text(c, cost, sizeof cost));
+    char priced[128];
+    printf("  priced by     %s\n", sim_pricing_text(m->pricing, priced, sizeof priced));
     cli_print_beyond(m);
     printf("  requests      %lld finished, %lld rejected, %lld preemptions, %lld stalls (of %lld)\n",
            (long long)m->num_finished, (long long)m->num_rejected, (long long)m->num_preemptions,
@@ -198,6 +200,8 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
     json_object_set_new(o, "impl", json_string(c->impl)); /* the runtime, beside the cost model */
     char cost[CFG_PATH + 1024];
     json_object_set_new(o, "cost", json_string(cli_cost_text(c, cost, sizeof cost)));
+    char priced[128];
+    json_object_set_new(o, "pricing", json_string(sim_pricing_text(m->pricing, priced, sizeof priced)));
     char known[512];
     sim_known(c, known, sizeof known);
     json_object_set_new(o, "known", json_string(known));

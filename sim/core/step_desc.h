@@ -58,8 +58,6 @@
 #include <stdint.h>
 
 enum { PAD_REQUEST = 1, PAD_GRAPH = 2 };
-/* A runtime whose scheduler runs rounds priced whole (sim/cost/rounds.h): a step's mode. */
-enum { ROUND_NONE = 0, ROUND_FDFO, ROUND_SYNC, ROUND_MODES };
 enum seg_phase {
     PHASE_FULL = 0, /* vanilla: the whole sequence, no cache */
     PHASE_REFRESH,  /* recompute everything and (re)write the cache */
@@ -215,10 +213,6 @@ struct step_desc {
     int32_t host_scan_mbs;    /* MB/s at which the host reads the keys it scores (host_scan) */
     bool host_overlap;        /* the host's part (scoring, then the link) runs under the step's GPU work,
                                * layer by layer, the step taking the longer of the two; else before it */
-    int8_t round_mode;        /* its scheduler runs rounds a runtime prices whole (rounds.h): ROUND_FDFO
-                               * (a forward a round) or ROUND_SYNC (a block's forwards a round); ROUND_NONE
-                               * for every other scheduler */
-    bool round_host;          /* the step begins a round: the host's work between rounds is charged to it */
     struct step_totals tot;
 };
 

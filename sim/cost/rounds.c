@@ -272,10 +272,10 @@ int rounds_load(const char *path, const char *gpu, const char *model, const char
     return rc;
 }
 
-int rounds_price(const struct rounds_profile *p, const struct step_desc *sd, bool extrapolate, double *forward_s,
-                 double *host_s, bool *beyond, struct ts_err *err)
+int rounds_price(const struct rounds_profile *p, const struct step_desc *sd, const struct round_step *rs,
+                 bool extrapolate, double *forward_s, double *host_s, bool *beyond, struct ts_err *err)
 {
-    if (sd->round_mode <= ROUND_NONE || sd->round_mode >= ROUND_MODES)
+    if (rs->mode <= ROUND_NONE || rs->mode >= ROUND_MODES)
         return ts_fail(err, "--impl %s prices its own scheduler's rounds, measured whole (%s): give --scheduler sglang "
                             "(or --system sglang)", p->impl, p->path);
     int32_t n = 0;
@@ -291,23 +291,23 @@ int rounds_price(const struct rounds_profile *p, const struct step_desc *sd, boo
     }
     TS_ASSERT(n > 0);
     const int ph = prefill ? ROUNDS_PREFILL : ROUNDS_DENOISE;
-    const struct rounds_fit *f = &p->fit[sd->round_mode][ph];
+    const struct rounds_fit *f = &p->fit[rs->mode][ph];
     if (f->rows == 0)
-        return ts_fail(err, "%s: no %s %s rounds measured", p->path, mode_names[sd->round_mode], phase_names[ph]);
+        return ts_fail(err, "%s: no %s %s rounds measured", p->path, mode_names[rs->mode], phase_names[ph]);
     bool ok, within;
     (void)graph_a(f, sd->num_segs, false, &within);
     (void)graph_a(f, sd->num_segs, extrapolate, &ok);
     if (!ok)
         return ts_fail(err, "%s: a %s round of %d rows lies outside the measured graph batches (%d to %d; "
                             "--extrapolate prices it on the line through the nearest two)",
-                       p->path, mode_names[sd->round_mode], (int)sd->num_segs, (int)f->graph[0],
+                       p->path, mode_names[rs->mode], (int)sd->num_segs, (int)f->graph[0],
                        (int)f->graph[f->graphs - 1]);
     if (!extrapolate && k / n > f->kv_max)
         return ts_fail(err, "%s: a %s %s round's requests hold %.0f keys each, beyond the measured %.0f (--extrapolate "
-                            "prices them on the fit's lines)", p->path, mode_names[sd->round_mode], phase_names[ph],
+                            "prices them on the fit's lines)", p->path, mode_names[rs->mode], phase_names[ph],
                        k / n, f->kv_max);
     *beyond = !within || k / n > f->kv_max;
     *forward_s = TS_MAX(fit_forward(f, n, sd->num_segs, k / 1e3), 1e-3) / 1e3;
-    *host_s = sd->round_host ? TS_MAX(0.0, fit_host(f, n, k / 1e3)) / 1e3 : 0;
+    *host_s = rs->begins ? TS_MAX(0.0, fit_host(f, n, k / 1e3)) / 1e3 : 0;
     return 0;
 }

@@ -10,9 +10,9 @@
  *   host_ms    = h0 + h1 n + h2 K / 1000
  * n the round's requests, g the captured CUDA-graph batch it runs as (n and padding), K its requests'
  * sequence lengths summed (cached keys and the block's rows: what its attention reads), a(g) one
- * coefficient a measured graph batch (linear between them). The step a scheduler builds says its mode,
- * and whether it begins a round (step_desc's round_mode and round_host); its prefill rows say its
- * phase.
+ * coefficient a measured graph batch (linear between them). The scheduler that runs the rounds says,
+ * beside the step it builds, the round's mode and whether the step begins one (struct round_step); the
+ * step's prefill rows say its phase.
  */
 #ifndef TESSERA_ROUNDS_H
 #define TESSERA_ROUNDS_H
@@ -22,6 +22,14 @@
 
 #include "step_desc.h"
 #include "util.h"
+
+/* A round's mode: a forward a round (first done, first out) or a block's forwards a round (sync). */
+enum { ROUND_NONE = 0, ROUND_FDFO, ROUND_SYNC, ROUND_MODES };
+/* What a step is of its round, as the scheduler running the rounds says (sim.round; cleared each step). */
+struct round_step {
+    int8_t mode;  /* ROUND_FDFO or ROUND_SYNC; ROUND_NONE: no scheduler of rounds built the step */
+    bool begins;  /* the step begins a round: the host's work between rounds is charged to it */
+};
 
 #define ROUNDS_MAX_GRAPHS 64
 enum { ROUNDS_PREFILL, ROUNDS_DENOISE, ROUNDS_PHASES };
@@ -56,7 +64,7 @@ int rounds_load(const char *path, const char *gpu, const char *model, const char
  * step begins a round). A graph batch beyond the measured ones is priced on the line through the last two,
  * and requests' sequences longer than the measured ones on the fit's lines, where extrapolate is set
  * (*beyond then says so), else refused; a mode and phase the profile did not measure is refused. */
-int rounds_price(const struct rounds_profile *p, const struct step_desc *sd, bool extrapolate, double *forward_s,
-                 double *host_s, bool *beyond, struct ts_err *err);
+int rounds_price(const struct rounds_profile *p, const struct step_desc *sd, const struct round_step *rs,
+                 bool extrapolate, double *forward_s, double *host_s, bool *beyond, struct ts_err *err);
 
 #endif

@@ -18,7 +18,8 @@
  *                 energy, the share of requests within --slo, how its system is known (sim_known:
  *                 validated, measured or modelled, with the evidence), the rate offered and whether
  *                 the run was overloaded (sim_overload_rule; NULL where fewer than SIM_OVERLOAD_MIN
- *                 arrived)
+ *                 arrived), the pricing chain's links that priced its steps (pricing.h; NULL in a
+ *                 database written before it was kept)
  *   op_breakdown  per-op seconds summed over the run
  *   plan_candidates  a plan's candidate a run (tessera plan size; db_out_commit_plan)
  *
@@ -61,7 +62,7 @@ static const char *const schema =
     " capacity_bytes INTEGER, static_batch INTEGER, rows_processed INTEGER, missed_decodes INTEGER,"
     " redundancy REAL, num_stalls INTEGER, energy_j REAL, mean_power_w REAL, slo_attainment REAL,"
     " expected_accuracy REAL, accuracy_task TEXT, interval_json TEXT, known TEXT, offered_rps REAL,"
-    " overloaded INTEGER);"
+    " overloaded INTEGER, pricing TEXT);"
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
     " PRIMARY KEY(run_id, op));";
 
@@ -189,7 +190,7 @@ static const char *const added_columns[][3] = {
     {"summary", "energy_j", "REAL"}, {"summary", "mean_power_w", "REAL"}, {"summary", "slo_attainment", "REAL"},
     {"summary", "expected_accuracy", "REAL"}, {"summary", "accuracy_task", "TEXT"},
     {"summary", "interval_json", "TEXT"}, {"summary", "known", "TEXT"}, {"summary", "offered_rps", "REAL"},
-    {"summary", "overloaded", "INTEGER"}};
+    {"summary", "overloaded", "INTEGER"}, {"summary", "pricing", "TEXT"}};
 
 bool db_added_piece(const char *table, const char *piece)
 {

@@ -435,8 +435,8 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
                    "ttfb_mean_s, queue_mean_s, mean_q_per_step, mean_segs_per_step, peak_mem_bytes, weight_bytes, "
                    "kv_pool_bytes, act_reserved_bytes, capacity_bytes, static_batch, rows_processed, missed_decodes, "
                    "redundancy, num_stalls, energy_j, mean_power_w, slo_attainment, expected_accuracy, accuracy_task, "
-                   "interval_json, known, offered_rps, overloaded) "
-                   "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                   "interval_json, known, offered_rps, overloaded, pricing) "
+                   "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 &st))
         return -1;
     int k = 1;
@@ -481,6 +481,8 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
         sqlite3_bind_null(st, k++);
         sqlite3_bind_null(st, k++);
     }
+    char priced[128];
+    sqlite3_bind_text(st, k++, sim_pricing_text(m.pricing, priced, sizeof priced), -1, SQLITE_TRANSIENT);
     int rc = step_done(w, st);
     sqlite3_finalize(st);
     if (rc || prepare(w, "INSERT INTO out.op_breakdown VALUES(?,?,?)", &st))

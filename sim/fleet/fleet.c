@@ -542,6 +542,7 @@ static int merge(struct sim **r, const struct fleet_result *out, double slo, str
         f->prompt_evicted += m->prompt_evicted;
         f->num_preemptions += m->num_preemptions, f->num_stalls += m->num_stalls;
         f->num_steps += m->num_steps, f->request_steps += m->request_steps, f->steps_beyond += m->steps_beyond;
+        f->pricing |= m->pricing; /* (what priced any replica's steps) */
         f->drafter_rows += m->drafter_rows, f->drafter_logit_rows += m->drafter_logit_rows;
         if (i == 0) /* (the replicas' concurrency cap where they agree) */
             f->concurrency_cap = m->concurrency_cap, memcpy(f->concurrency_option, m->concurrency_option, sizeof f->concurrency_option);

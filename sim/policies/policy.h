@@ -116,8 +116,12 @@ struct policy_ops {
     int64_t (*token_bytes)(const struct model_cfg *m);
     /* A speculative policy's drafter (NULL: none): its layers, each of the model's shape, sharing the
      * model's embedding and LM head. Each step that verifies a block (a BLOCK segment) then runs the
-     * drafter over the block first, priced beside the step (sim_price_drafter). */
+     * drafter over the block first, priced beside the step (the pricing chain's drafter link, pricing.h). */
     int32_t (*drafter_layers)(const struct policy_cfg *pc);
+    /* The rows of the pass that writes a finished block's K/V, a prefill of its own (NULL, or 0 under
+     * pc: none, the block's K/V written by its last denoising step): what a scheduler that encodes a
+     * context apart (sglang's separate-context) budgets for. */
+    int32_t (*context_pass_rows)(const struct policy_cfg *pc);
 };
 
 /* Why policy po cannot be driven with its rows at positions (policy_drive.h), or NULL: it decides

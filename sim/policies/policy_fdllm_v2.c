@@ -178,6 +178,11 @@ static void v2_knobs(const struct policy_cfg *pc, struct step_desc *sd)
         sd->attn_block = (int32_t)pc->p[SUBS] * pc->block_size;
 }
 
+static int32_t v2_context_pass_rows(const struct policy_cfg *pc)
+{
+    return pc->p[CONTEXT] != 0 ? (int32_t)pc->p[SUBS] * pc->block_size : 0;
+}
+
 const struct policy_ops policy_fdllm_v2 = {
     .name = "fdllm-v2",
     .help = "Fast-dLLM v2 (arXiv 2509.26328, NVlabs/Fast-dLLM v2/generation_functions.py): PREFILL once; "
@@ -194,4 +199,5 @@ const struct policy_ops policy_fdllm_v2 = {
     .peak_q = v2_peak_q,
     .peak_logits = v2_peak_logits,
     .knobs = v2_knobs,
+    .context_pass_rows = v2_context_pass_rows,
 };

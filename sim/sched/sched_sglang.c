@@ -120,17 +120,16 @@ struct sglang_round {
 
 static int sglang_init(struct sim *s, struct ts_err *err)
 {
-    const bool context_pass = params_value(s->pol->params, s->pol->num_params, s->pcfg.p, "v2-context-pass", 0) != 0;
+    const int32_t canvas = s->pol->context_pass_rows ? s->pol->context_pass_rows(&s->pcfg) : 0;
+    const bool context_pass = canvas > 0;
     if (context_pass != (s->sched_p[SEPARATE] != 0))
         return ts_fail(err, "sglang scheduler: separate-context %d under policy %s%s: SGLang encodes the context "
                             "apart exactly where a finished canvas's K/V is written by a context pass (--policy "
                             "fdllm-v2 --v2-context-pass 1 --separate-context 1, as --system sglang-dgemma runs)",
                        (int)s->sched_p[SEPARATE], s->pol->name, context_pass ? " with --v2-context-pass 1" : "");
-    const double canvas = params_value(s->pol->params, s->pol->num_params, s->pcfg.p, "v2-sub-blocks", 1) *
-                          s->pcfg.block_size;
     if (context_pass && s->sched_p[MAX_PREFILL] < canvas)
-        return ts_fail(err, "sglang scheduler: --max-prefill-tokens %d is less than a canvas's context pass (%.0f "
-                            "rows)", (int)s->sched_p[MAX_PREFILL], canvas);
+        return ts_fail(err, "sglang scheduler: --max-prefill-tokens %d is less than a canvas's context pass (%d "
+                            "rows)", (int)s->sched_p[MAX_PREFILL], (int)canvas);
     if (s->sched_p[STEPS_PER_ROUND] > 1 && s->sched_p[FDFO] == 0)
         return ts_fail(err, "sglang scheduler: steps-per-round %d under fdfo 0: a sync round runs its blocks to the end "
                             "already (SGLANG_DLLM_FDFO_STEPS_PER_ROUND is first done, first out's)",
@@ -242,8 +241,7 @@ static void sglang_build(struct sim *s)
     const bool begins = rd->n == 0;
     if (begins)
         start_round(s, rd);
-    s->sd.round_mode = s->sched_p[FDFO] ? ROUND_FDFO : ROUND_SYNC;
-    s->sd.round_host = begins;
+    s->round = (struct round_step){s->sched_p[FDFO] ? ROUND_FDFO : ROUND_SYNC, begins};
     struct segment seg;
     for (int32_t i = 0; i < rd->n; i++) {
         if (row_done(s, rd, i)) { /* (sync: the batch's row, committing nothing) */
