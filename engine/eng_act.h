@@ -1,5 +1,5 @@
 /*
- * eng_act.h: the engine's activations laid out by a planner (../shared/SPEC.md section 6). The engine
+ * eng_act.h: the engine's activations laid out by a planner. The engine
  * instantiates the simulator's op-graph template (sim/opgraph.h) for a step's shapes, runs a planner
  * over it and reads back, for every buffer its forward touches, the offset the plan gave it inside
  * one arena. Pure host code, tested on the CPU; engine/gpu/eng_step.c maps the arena in CUDA virtual memory.

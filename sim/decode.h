@@ -1,5 +1,5 @@
 /*
- * decode.h: decode models, i.e. how many masked tokens one step commits (../shared/SPEC.md section 3).
+ * decode.h: decode models, i.e. how many masked tokens one step commits.
  *   fixed:k              k tokens per step (LLaDA default: k = 1, steps = G)
  *   threshold:PROFILE    a random count per step, at least 1 and at most the masked positions of
  *                        the block, with the profile's mean tokens per forward (TPF); PROFILE is a

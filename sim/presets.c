@@ -186,7 +186,8 @@ static const struct preset presets[] = {
      "fdllm-v2", "request", "threshold:5.33", "vllm-dgemma", 0, "first-fit", false, false,
      "a canvas's steps depend on its entropies (entropy bound 0.1, done when stable and confident or after 48): "
      "tessera takes the 48, TPF 256 / 48, an assumption and an upper bound (reports of real runs give 20-34); "
-     "its sampler's memory (10 bytes a logit) is read from the code, not measured; vLLM's default CUDA graphs "
+     "its sampler's memory (16 bytes a logit: the fp32 logits and 3 fp32 copies) is measured on its step alone "
+     "(experiments/records/dgemma-sampler-h200); vLLM's default CUDA graphs "
      "cover at most two canvases, tessera's profile prices any batch as graphed; the engine runs one attention "
      "shape a model, not its sliding and global layers; vLLM itself has not run it: 0.33.0 needs PyTorch 2.14, and "
      "the newest release for the GPU machines' 2.11 (0.26.0) holds an earlier runner. Its schedule, run on the "

@@ -4,8 +4,9 @@
 #   fast (make check; hermetic: reads nothing outside the repository):
 #     A: the Check suites (one a module, golden scenarios among them), the layering and
 #        function-length checks, shellcheck over the scripts (shellcheck_test.sh), no SQL text from
-#        data in the scripts (sql_text_test.sh), hostile inputs (tests/hostile/) and the rules every
-#        command keeps (rules_test.sh);
+#        data in the scripts (sql_text_test.sh), hostile inputs (tests/hostile/), the rules every
+#        command keeps (rules_test.sh) and the planted bugs of the files changed against the branch it
+#        started from, each against the test recorded as killing it (mutate.sh CHANGED= RECORDED=1);
 #     B: the database's reliability (db_test.sh), --interval's sources and levels (interval_test.sh),
 #        README's commands, the command line (cli_test.sh), tessera plan's (plan_test.sh), a diffusion
 #        drafter's (spec_test.sh) and the papers' figures cli_test drew (figures_test.sh).
@@ -101,7 +102,7 @@ lane_b=$!
 ticker=$!
 
 if [ "$door" = fast ]; then
-    echo "check: lane A: the unit suites, layers, functions, shellcheck, sql text, hostile, rules; lane B: db, interval, readme, cli, plan, spec, figures"
+    echo "check: lane A: the unit suites, layers, functions, shellcheck, sql text, hostile, rules, the changed files' planted bugs; lane B: db, interval, readme, cli, plan, spec, figures"
     part unit suites_run "${suites[@]}"
     BUILD=$build part layers bash "$here/check_layers.sh"
     part functions bash "$here/check_functions.sh"
@@ -109,6 +110,15 @@ if [ "$door" = fast ]; then
     part sql-text bash "$here/sql_text_test.sh"
     part hostile bash "$here/hostile/hostile_test.sh" "$bin"
     part rules bash "$here/rules_test.sh" "$bin"
+    # the planted bugs of the files this tree changes against the branch it started from (MUTATE_BASE,
+    # else the branch's upstream, else HEAD: the working tree's own changes; a fresh clone: none), each
+    # run against the test recorded as killing it
+    if git -C "$here/.." rev-parse -q --is-inside-work-tree >/dev/null 2>&1; then
+        base=${MUTATE_BASE:-$(git -C "$here/.." rev-parse -q --verify '@{upstream}' 2>/dev/null || echo HEAD)}
+        BUILD=$build CHANGED=$base RECORDED=1 part planted bash "$here/mutate.sh"
+    else
+        echo "check:   planted    skipped (not a git checkout: no changes to plant bugs in)"
+    fi
 else
     echo "check: lane A: the longest and ../shared's command-line checks, 20 random plans, the database's 60 interrupted runs, two fifths of the planted bugs; lane B: the sanitizers, the other three fifths"
     part full-cli bash "$here/full_cli_test.sh" "$bin"

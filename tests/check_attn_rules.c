@@ -116,10 +116,8 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("attn_rules");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, attention_tile_order);
-    tcase_add_test(tc, attention_split_rule);
-    tcase_add_test(tc, attention_head_packing);
-    suite_add_tcase(s, tc);
+    ck_case(s, attention_tile_order, 0);
+    ck_case(s, attention_split_rule, 0);
+    ck_case(s, attention_head_packing, 0);
     return run_suite("attn_rules", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -212,14 +212,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("clock");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, a_cool_card_runs_a_heavy_step_faster);
-    tcase_add_test(tc, light_steps_keep_their_price_and_cool_the_card);
-    tcase_add_test(tc, theta_is_a_clamped_ramp);
-    tcase_add_test(tc, shipped_parameters_and_bad_lines);
-    tcase_add_test(tc, fit_recovers_the_parameters_of_drawn_traces);
-    tcase_add_test(tc, bad_traces_are_refused_by_line_and_field);
-    suite_add_tcase(s, tc);
+    ck_case(s, a_cool_card_runs_a_heavy_step_faster, 120);
+    ck_case(s, light_steps_keep_their_price_and_cool_the_card, 120);
+    ck_case(s, theta_is_a_clamped_ramp, 120);
+    ck_case(s, shipped_parameters_and_bad_lines, 120);
+    ck_case(s, fit_recovers_the_parameters_of_drawn_traces, 120);
+    ck_case(s, bad_traces_are_refused_by_line_and_field, 120);
     return run_suite("clock", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

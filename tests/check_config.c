@@ -227,12 +227,10 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("config");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, one_name_end_to_end);
-    tcase_add_test(tc, defaults_are_valid_and_ranges_enforced);
-    tcase_add_test(tc, stored_configuration_read_back);
-    tcase_add_test(tc, json_files_refuse_bom_and_nul);
-    tcase_add_test(tc, setup_resolved_once);
-    suite_add_tcase(s, tc);
+    ck_case(s, one_name_end_to_end, 0);
+    ck_case(s, defaults_are_valid_and_ranges_enforced, 0);
+    ck_case(s, stored_configuration_read_back, 0);
+    ck_case(s, json_files_refuse_bom_and_nul, 0);
+    ck_case(s, setup_resolved_once, 0);
     return run_suite("config", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -319,12 +319,9 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("db");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, guard_settings_read_back_on_every_connection);
-    tcase_add_test(tc, own_rule_compares_every_object_by_its_text);
-    tcase_add_test(tc, bounds_hold_the_rows_to_their_runs);
-    tcase_add_test(tc, merge_keeps_every_value);
-    suite_add_tcase(s, tc);
+    ck_case(s, guard_settings_read_back_on_every_connection, 120);
+    ck_case(s, own_rule_compares_every_object_by_its_text, 120);
+    ck_case(s, bounds_hold_the_rows_to_their_runs, 120);
+    ck_case(s, merge_keeps_every_value, 120);
     return run_suite("db", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

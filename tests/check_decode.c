@@ -324,17 +324,15 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("decode");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, parse_specs);
-    tcase_add_test(tc, parse_errors);
-    tcase_add_test(tc, parse_tau);
-    tcase_add_test(tc, dinfer_decoders);
-    tcase_add_test(tc, spiffy_spec_and_shape);
-    tcase_add_test(tc, wino_spec_and_profiles);
-    tcase_add_test(tc, threshold_mean_and_bounds);
-    tcase_add_test(tc, mean_for_projections);
-    tcase_add_test(tc, profile_accuracy);
-    tcase_add_test(tc, profile_sweep);
-    suite_add_tcase(s, tc);
+    ck_case(s, parse_specs, 0);
+    ck_case(s, parse_errors, 0);
+    ck_case(s, parse_tau, 0);
+    ck_case(s, dinfer_decoders, 0);
+    ck_case(s, spiffy_spec_and_shape, 0);
+    ck_case(s, wino_spec_and_profiles, 0);
+    ck_case(s, threshold_mean_and_bounds, 0);
+    ck_case(s, mean_for_projections, 0);
+    ck_case(s, profile_accuracy, 0);
+    ck_case(s, profile_sweep, 0);
     return run_suite("decode", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

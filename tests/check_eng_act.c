@@ -199,10 +199,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("eng_act");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, layout_survives_the_forward);
-    tcase_add_test(tc, layout_of_a_full_model);
-    suite_add_tcase(s, tc);
+    ck_case(s, layout_survives_the_forward, 60);
+    ck_case(s, layout_of_a_full_model, 60);
     return run_suite("eng_act", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

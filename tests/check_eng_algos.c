@@ -168,11 +168,9 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("eng_algos");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, choices_survive_reopen);
-    tcase_add_test(tc, devices_versions_workspaces_stay_apart);
-    tcase_add_test(tc, first_writer_wins_across_processes);
-    tcase_add_test(tc, broken_files_are_refused);
-    suite_add_tcase(s, tc);
+    ck_case(s, choices_survive_reopen, 0);
+    ck_case(s, devices_versions_workspaces_stay_apart, 0);
+    ck_case(s, first_writer_wins_across_processes, 0);
+    ck_case(s, broken_files_are_refused, 0);
     return run_suite("eng_algos", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -129,10 +129,8 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("eng_anchor");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, reads_the_recorded_run);
-    tcase_add_test(tc, default_grid_and_step_shapes);
-    tcase_add_test(tc, refusals_name_line_and_field);
-    suite_add_tcase(s, tc);
+    ck_case(s, reads_the_recorded_run, 0);
+    ck_case(s, default_grid_and_step_shapes, 0);
+    ck_case(s, refusals_name_line_and_field, 0);
     return run_suite("eng_anchor", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

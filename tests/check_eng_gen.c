@@ -1370,26 +1370,24 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("eng_gen");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, rules_by_hand);
-    tcase_add_test(tc, rules_properties);
-    tcase_add_test(tc, rule_specs);
-    tcase_add_test(tc, credit_fusion);
-    tcase_add_test(tc, generation_topk_exact);
-    tcase_add_test(tc, generation_threshold);
-    tcase_add_test(tc, generation_prophet);
-    tcase_add_test(tc, generation_elastic_drift);
-    tcase_add_test(tc, generation_d2_rollout);
-    tcase_add_test(tc, generation_room);
-    tcase_add_test(tc, generation_dual);
-    tcase_add_test(tc, generation_policies);
-    tcase_add_test(tc, generation_focus);
-    tcase_add_test(tc, generation_smooth);
-    tcase_add_test(tc, generation_vicinity);
-    tcase_add_test(tc, reference_scattered_eviction);
-    tcase_add_test(tc, generation_ids_in_plan);
-    tcase_add_test(tc, prompt_file_errors);
-    tcase_add_test(tc, profile_round_trip);
-    suite_add_tcase(s, tc);
+    ck_case(s, rules_by_hand, 0);
+    ck_case(s, rules_properties, 0);
+    ck_case(s, rule_specs, 0);
+    ck_case(s, credit_fusion, 0);
+    ck_case(s, generation_topk_exact, 0);
+    ck_case(s, generation_threshold, 0);
+    ck_case(s, generation_prophet, 0);
+    ck_case(s, generation_elastic_drift, 0);
+    ck_case(s, generation_d2_rollout, 0);
+    ck_case(s, generation_room, 0);
+    ck_case(s, generation_dual, 0);
+    ck_case(s, generation_policies, 0);
+    ck_case(s, generation_focus, 0);
+    ck_case(s, generation_smooth, 0);
+    ck_case(s, generation_vicinity, 0);
+    ck_case(s, reference_scattered_eviction, 0);
+    ck_case(s, generation_ids_in_plan, 0);
+    ck_case(s, prompt_file_errors, 0);
+    ck_case(s, profile_round_trip, 0);
     return run_suite("eng_gen", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

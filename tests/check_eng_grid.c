@@ -330,16 +330,14 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("eng_grid");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, base_grid_is_the_shipped_one);
-    tcase_add_test(tc, long_part_follows_the_context);
-    tcase_add_test(tc, select_part);
-    tcase_add_test(tc, fc_part);
-    tcase_add_test(tc, long_steps_fit_the_pool);
-    tcase_add_test(tc, ladder_fills_the_block_counts);
-    tcase_add_test(tc, small_steps_of_a_grid);
-    tcase_add_test(tc, batch_part_has_more_sequences);
-    tcase_add_test(tc, part_names);
-    suite_add_tcase(s, tc);
+    ck_case(s, base_grid_is_the_shipped_one, 0);
+    ck_case(s, long_part_follows_the_context, 0);
+    ck_case(s, select_part, 0);
+    ck_case(s, fc_part, 0);
+    ck_case(s, long_steps_fit_the_pool, 0);
+    ck_case(s, ladder_fills_the_block_counts, 0);
+    ck_case(s, small_steps_of_a_grid, 0);
+    ck_case(s, batch_part_has_more_sequences, 0);
+    ck_case(s, part_names, 0);
     return run_suite("eng_grid", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

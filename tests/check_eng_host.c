@@ -58,8 +58,6 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("eng_host");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, kept_tokens_are_the_highest_scored);
-    suite_add_tcase(s, tc);
+    ck_case(s, kept_tokens_are_the_highest_scored, 0);
     return run_suite("eng_host", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

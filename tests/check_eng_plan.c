@@ -638,17 +638,15 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("eng_plan");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, pages_reserve_release);
-    tcase_add_test(tc, pages_moved_between_engines);
-    tcase_add_test(tc, plan_arrays);
-    tcase_add_test(tc, fused_ffn_auto_rule);
-    tcase_add_test(tc, refused_step_changes_nothing);
-    tcase_add_test(tc, stateless_plan);
-    tcase_add_test(tc, selection_plan);
-    tcase_add_test(tc, layered_plan);
-    tcase_add_test(tc, evicting_plan);
-    tcase_add_test(tc, widening_plan);
-    suite_add_tcase(s, tc);
+    ck_case(s, pages_reserve_release, 0);
+    ck_case(s, pages_moved_between_engines, 0);
+    ck_case(s, plan_arrays, 0);
+    ck_case(s, fused_ffn_auto_rule, 0);
+    ck_case(s, refused_step_changes_nothing, 0);
+    ck_case(s, stateless_plan, 0);
+    ck_case(s, selection_plan, 0);
+    ck_case(s, layered_plan, 0);
+    ck_case(s, evicting_plan, 0);
+    ck_case(s, widening_plan, 0);
     return run_suite("eng_plan", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -784,19 +784,16 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("eng_ref");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, attention_cases);
-    tcase_add_test(tc, rmsnorm_rope_swiglu_argmax);
-    tcase_add_test(tc, single_ops_against_naive_ones);
-    tcase_add_test(tc, reuse_equals_refresh);
-    tcase_add_test(tc, block_causal_prefill_then_block);
-    tcase_add_test(tc, weights_layout_and_fill);
-    tcase_add_test(tc, tensor_parallel_shares);
-    tcase_add_test(tc, feature_cache_fixed_point);
-    tcase_add_test(tc, widening_step_matches_feature_cache);
-    tcase_add_test(tc, focus_eviction);
-    tcase_add_test(tc, kv_select_by_hand);
-    suite_add_tcase(s, tc);
+    ck_case(s, attention_cases, 60);
+    ck_case(s, rmsnorm_rope_swiglu_argmax, 60);
+    ck_case(s, single_ops_against_naive_ones, 60);
+    ck_case(s, reuse_equals_refresh, 60);
+    ck_case(s, block_causal_prefill_then_block, 60);
+    ck_case(s, weights_layout_and_fill, 60);
+    ck_case(s, tensor_parallel_shares, 60);
+    ck_case(s, feature_cache_fixed_point, 60);
+    ck_case(s, widening_step_matches_feature_cache, 60);
+    ck_case(s, focus_eviction, 60);
+    ck_case(s, kv_select_by_hand, 60);
     return run_suite("eng_ref", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -247,13 +247,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("eng_safetensors");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, roundtrip_both_families);
-    tcase_add_test(tc, moe_roundtrip_both_families);
-    tcase_add_test(tc, tied_lm_head_uses_embedding);
-    tcase_add_test(tc, sharded_directory);
-    tcase_add_test(tc, bad_files_name_the_tensor);
-    tcase_add_test(tc, header_checks);
-    suite_add_tcase(s, tc);
+    ck_case(s, roundtrip_both_families, 0);
+    ck_case(s, moe_roundtrip_both_families, 0);
+    ck_case(s, tied_lm_head_uses_embedding, 0);
+    ck_case(s, sharded_directory, 0);
+    ck_case(s, bad_files_name_the_tensor, 0);
+    ck_case(s, header_checks, 0);
     return run_suite("eng_safetensors", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -60,9 +60,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("event");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, ties_break_by_type_then_insertion);
-    tcase_add_test(tc, random_against_sorted_reference);
-    suite_add_tcase(s, tc);
+    ck_case(s, ties_break_by_type_then_insertion, 0);
+    ck_case(s, random_against_sorted_reference, 0);
     return run_suite("event", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

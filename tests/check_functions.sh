@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check_functions.sh: no function of the product's C code runs over 120 lines (../shared/STYLE.md: a
+# check_functions.sh: no function of the product's C code runs over 120 lines (a
 # function does one thing); CUDA kernels (kernels/*.cu) may, where a kernel needs it. A function is
 # counted from the line that starts its signature to its closing brace at column 0. Prints
 # "functions: N passed, M failed", naming each function over the limit with FILE:LINE.

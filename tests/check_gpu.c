@@ -126,12 +126,10 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("gpu");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, builtins);
-    tcase_add_test(tc, driver_names);
-    tcase_add_test(tc, override_and_add);
-    tcase_add_test(tc, bad_files);
-    tcase_add_test(tc, measured_file);
-    suite_add_tcase(s, tc);
+    ck_case(s, builtins, 0);
+    ck_case(s, driver_names, 0);
+    ck_case(s, override_and_add, 0);
+    ck_case(s, bad_files, 0);
+    ck_case(s, measured_file, 0);
     return run_suite("gpu", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -202,12 +202,9 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("interval");
-    TCase *tc = tcase_create("interval");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, bounds_are_the_replicates_central_share);
-    tcase_add_test(tc, sources_combine_by_group);
-    tcase_add_test(tc, engine_draws_its_load_on_the_gpu);
-    tcase_add_test(tc, robust_capacity_at_the_pessimistic_end);
-    suite_add_tcase(s, tc);
+    ck_case(s, bounds_are_the_replicates_central_share, 120);
+    ck_case(s, sources_combine_by_group, 120);
+    ck_case(s, engine_draws_its_load_on_the_gpu, 120);
+    ck_case(s, robust_capacity_at_the_pessimistic_end, 120);
     return run_suite("interval", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "act_cache.h"
+#include "sampler_mem.h"
 #include "test_util.h"
 
 /* first-fit's plan of T tokens with R logit rows */
@@ -162,16 +163,56 @@ START_TEST(search_largest_finds_the_boundary)
 }
 END_TEST
 
+/* vLLM's DiffusionGemma sampler by hand: a 64 GiB device at utilization 0.75 leaves 16 GiB outside the
+ * budget, 15 free beside 1 held, and 2 GiB of the profile run's activations are free in the cache: 17
+ * GiB to take. A canvas of 256 rows over 262,144 logits is 0.25 GiB in fp32 (0.375 with its bf16). */
+START_TEST(dgemma_sampler_by_hand)
+{
+    const struct sampler_setup whole = {64 * (int64_t)TS_GIB, 0.75, (int64_t)TS_GIB, 2 * (int64_t)TS_GIB, 256, 262144,
+                                        3, false};
+    struct sampler_setup tiled = whole;
+    tiled.tiled = true;
+    struct sampler_step st;
+    sampler_mem_at(&whole, 8, &st); /* 2 GiB of logits and 3 copies of them: 8 */
+    ck_assert_int_eq(st.group, 8);
+    ck_assert_int_eq(st.logit_bytes, 2 * (int64_t)TS_GIB);
+    ck_assert_int_eq(st.transient_bytes, 6 * (int64_t)TS_GIB);
+    ck_assert_int_eq(st.need_bytes, 8 * (int64_t)TS_GIB);
+    ck_assert_int_eq(st.avail_bytes, 17 * (int64_t)TS_GIB);
+    ck_assert(!st.oom);
+    sampler_mem_at(&whole, 32, &st); /* 8 + 24 > 17 */
+    ck_assert_int_eq(st.need_bytes, 32 * (int64_t)TS_GIB);
+    ck_assert(st.oom);
+    /* tiled: 8 GiB of logits take the 2 cached and 6 of the 15 free, 9 left; half of it over 2.5 GiB a
+     * canvas (10 copies) is a group of 1; the softcap's 12 GiB is the peak */
+    sampler_mem_at(&tiled, 32, &st);
+    ck_assert_int_eq(st.free_bytes, 9 * (int64_t)TS_GIB);
+    ck_assert_int_eq(st.group, 1);
+    ck_assert_int_eq(st.transient_bytes, 3 * (int64_t)TS_GIB / 4);
+    ck_assert_int_eq(st.need_bytes, 12 * (int64_t)TS_GIB);
+    ck_assert(!st.oom);
+    sampler_mem_at(&tiled, 4, &st); /* 1 GiB of logits fits the cache: 15 free, a group of 3 of the 4 */
+    ck_assert_int_eq(st.free_bytes, 15 * (int64_t)TS_GIB);
+    ck_assert_int_eq(st.group, 3);
+    sampler_mem_at(&tiled, 64, &st); /* 24 GiB at the softcap */
+    ck_assert_int_eq(st.need_bytes, 24 * (int64_t)TS_GIB);
+    ck_assert(st.oom);
+    /* the most: whole, n GiB at n canvases, 17; tiled, the softcap's 0.375 n within 17, 45 */
+    ck_assert_int_eq(sampler_mem_max(&whole, 64), 17);
+    ck_assert_int_eq(sampler_mem_max(&tiled, 64), 45);
+    ck_assert_int_eq(sampler_mem_max(&tiled, 8), 8);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mem");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, anchor_monolithic_logits);
-    tcase_add_test(tc, chunking_bounds_the_logits);
-    tcase_add_test(tc, monotone_and_ffn_chunks);
-    tcase_add_test(tc, the_cache_answers_as_the_planner_does);
-    tcase_add_test(tc, chunking_to_nothing_goes_as_far_as_it_shrinks);
-    tcase_add_test(tc, search_largest_finds_the_boundary);
-    suite_add_tcase(s, tc);
+    ck_case(s, anchor_monolithic_logits, 0);
+    ck_case(s, chunking_bounds_the_logits, 0);
+    ck_case(s, monotone_and_ffn_chunks, 0);
+    ck_case(s, the_cache_answers_as_the_planner_does, 0);
+    ck_case(s, chunking_to_nothing_goes_as_far_as_it_shrinks, 0);
+    ck_case(s, search_largest_finds_the_boundary, 0);
+    ck_case(s, dgemma_sampler_by_hand, 0);
     return run_suite("mem", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

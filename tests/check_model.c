@@ -247,15 +247,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("model");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, builtin_llada);
-    tcase_add_test(tc, builtin_moe_and_gqa);
-    tcase_add_test(tc, unknown_model_lists_builtins);
-    tcase_add_test(tc, kv_bytes_per_token_of_each_model);
-    tcase_add_test(tc, diffusion_gemma_shape);
-    tcase_add_test(tc, hf_llada_keys);
-    tcase_add_test(tc, hf_qwen3_moe_keys);
-    tcase_add_test(tc, hf_errors_name_file_and_field);
-    suite_add_tcase(s, tc);
+    ck_case(s, builtin_llada, 0);
+    ck_case(s, builtin_moe_and_gqa, 0);
+    ck_case(s, unknown_model_lists_builtins, 0);
+    ck_case(s, kv_bytes_per_token_of_each_model, 0);
+    ck_case(s, diffusion_gemma_shape, 0);
+    ck_case(s, hf_llada_keys, 0);
+    ck_case(s, hf_qwen3_moe_keys, 0);
+    ck_case(s, hf_errors_name_file_and_field, 0);
     return run_suite("model", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

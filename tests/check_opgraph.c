@@ -324,15 +324,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("opgraph");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, peak_equals_closed_form);
-    tcase_add_test(tc, mosaic_peak_equals_closed_form);
-    tcase_add_test(tc, mosaic_layout_packs_as_mosaics_planner);
-    tcase_add_test(tc, part_peaks_as_mosaics_search_weighs_them);
-    tcase_add_test(tc, chunking_lowers_the_peak_where_it_is);
-    tcase_add_test(tc, fused_ffn_has_no_gate_up);
-    tcase_add_test(tc, tensor_parallel_shares);
-    suite_add_tcase(s, tc);
+    ck_case(s, peak_equals_closed_form, 60);
+    ck_case(s, mosaic_peak_equals_closed_form, 60);
+    ck_case(s, mosaic_layout_packs_as_mosaics_planner, 60);
+    ck_case(s, part_peaks_as_mosaics_search_weighs_them, 60);
+    ck_case(s, chunking_lowers_the_peak_where_it_is, 60);
+    ck_case(s, fused_ffn_has_no_gate_up, 60);
+    ck_case(s, tensor_parallel_shares, 60);
     return run_suite("opgraph", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

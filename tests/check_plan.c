@@ -364,17 +364,14 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("plan");
-    TCase *tc = tcase_create("plan");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, slo_grammar);
-    tcase_add_test(tc, misses_a_share_allows_by_hand);
-    tcase_add_test(tc, search_finds_a_known_capacity);
-    tcase_add_test(tc, terms_of_a_summary);
-    tcase_add_test(tc, saturated_server_capacity_in_closed_form);
-    tcase_add_test(tc, found_capacity_holds_and_more_does_not);
-    tcase_add_test(tc, watch_counts_as_the_summary_does);
-    tcase_add_test(tc, early_stop_changes_no_verdict);
-    tcase_add_test(tc, watch_stops_only_when_certain);
-    suite_add_tcase(s, tc);
+    ck_case(s, slo_grammar, 120);
+    ck_case(s, misses_a_share_allows_by_hand, 120);
+    ck_case(s, search_finds_a_known_capacity, 120);
+    ck_case(s, terms_of_a_summary, 120);
+    ck_case(s, saturated_server_capacity_in_closed_form, 120);
+    ck_case(s, found_capacity_holds_and_more_does_not, 120);
+    ck_case(s, watch_counts_as_the_summary_does, 120);
+    ck_case(s, early_stop_changes_no_verdict, 120);
+    ck_case(s, watch_stops_only_when_certain, 120);
     return run_suite("plan", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

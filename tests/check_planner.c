@@ -315,17 +315,14 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("planner");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, no_overlap_on_random_graphs);
-    tcase_add_test(tc, ilp_optimum_against_heuristics);
-    tcase_add_test(tc, caching_allocator_rules);
-    tcase_add_test(tc, chunking_lazy_and_brute);
-    tcase_add_test(tc, lazy_chunking_goes_on_while_the_peak_shrinks);
-    tcase_add_test(tc, lazy_chunking_weighs_the_parts_as_mosaic_does);
-    tcase_add_test(tc, planning_a_32_layer_model_is_fast);
-    tcase_add_test(tc, one_layer_of_each_kind_plans_as_all_of_them);
-    tcase_add_test(tc, the_chunk_search_margin_is_mosaics);
-    suite_add_tcase(s, tc);
+    ck_case(s, no_overlap_on_random_graphs, 120);
+    ck_case(s, ilp_optimum_against_heuristics, 120);
+    ck_case(s, caching_allocator_rules, 120);
+    ck_case(s, chunking_lazy_and_brute, 120);
+    ck_case(s, lazy_chunking_goes_on_while_the_peak_shrinks, 120);
+    ck_case(s, lazy_chunking_weighs_the_parts_as_mosaic_does, 120);
+    ck_case(s, planning_a_32_layer_model_is_fast, 120);
+    ck_case(s, one_layer_of_each_kind_plans_as_all_of_them, 120);
+    ck_case(s, the_chunk_search_margin_is_mosaics, 120);
     return run_suite("planner", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

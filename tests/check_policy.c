@@ -1,5 +1,5 @@
 /*
- * check_policy.c: exact segment shapes of every policy over a whole request (../shared/SPEC.md section 2),
+ * check_policy.c: exact segment shapes of every policy over a whole request,
  * content/EOS decoding and early stop; every policy's K/V held and peaks against what its steps read
  * and write over random shapes; a driven policy's whole-sequence flag against its steps; a policy
  * with a parameter added as a user would.
@@ -1983,58 +1983,56 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("policy");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, vanilla_shapes);
-    tcase_add_test(tc, param_suggestions);
-    tcase_add_test(tc, prefix_shapes);
-    tcase_add_test(tc, dual_shapes);
-    tcase_add_test(tc, dual_refresh_interval);
-    tcase_add_test(tc, vicinity_shapes);
-    tcase_add_test(tc, vicinity_property);
-    tcase_add_test(tc, sparse_shapes);
-    tcase_add_test(tc, sparse_after_drop);
-    tcase_add_test(tc, sparse_property);
-    tcase_add_test(tc, dllm_cache_shapes);
-    tcase_add_test(tc, dllm_cache_after_drop);
-    tcase_add_test(tc, dllm_cache_property);
-    tcase_add_test(tc, focus_shapes);
-    tcase_add_test(tc, focus_property);
-    tcase_add_test(tc, focus_placeholders);
-    tcase_add_test(tc, dpad_shapes);
-    tcase_add_test(tc, fdllm_v2_shapes);
-    tcase_add_test(tc, d2f_shapes);
-    tcase_add_test(tc, dsb_shapes);
-    tcase_add_test(tc, dsb_matches_its_window);
-    tcase_add_test(tc, linear_spec_shapes);
-    tcase_add_test(tc, linear_spec_commits_a_run_of_matches);
-    tcase_add_test(tc, dflash_shapes);
-    tcase_add_test(tc, d2f_buffer_and_step_count);
-    tcase_add_test(tc, dflash_commits_a_run_of_matches);
-    tcase_add_test(tc, sparsed_shapes);
-    tcase_add_test(tc, d2f_matches_its_block_list);
-    tcase_add_test(tc, d2f_semi_share_unbiased);
-    tcase_add_test(tc, recompute_reads_no_cache);
-    tcase_add_test(tc, herald_shapes);
-    tcase_add_test(tc, herald_matches_its_token_places);
-    tcase_add_test(tc, dkv_shapes);
-    tcase_add_test(tc, dkv_matches_its_cache);
-    tcase_add_test(tc, early_commit_finishes_the_request);
-    tcase_add_test(tc, d2cache_shapes);
-    tcase_add_test(tc, elastic_shapes);
-    tcase_add_test(tc, block_shapes);
-    tcase_add_test(tc, ar_shapes);
-    tcase_add_test(tc, block_partial_last_block);
-    tcase_add_test(tc, block_delayed_shapes);
-    tcase_add_test(tc, block_delayed_property);
-    tcase_add_test(tc, eos_positions_decode_in_bulk);
-    tcase_add_test(tc, early_stop_after_one_eos_block);
-    tcase_add_test(tc, fixed_k_and_peaks);
-    tcase_add_test(tc, attention_block_follows_policy_and_model);
-    tcase_add_test(tc, every_policy_holds_what_its_steps_touch);
-    tcase_add_test(tc, a_driven_policy_says_where_it_runs_whole);
-    tcase_add_test(tc, registry);
-    tcase_add_test(tc, engine_extensions_by_declaration);
-    tcase_add_test(tc, a_policy_with_a_parameter);
-    suite_add_tcase(s, tc);
+    ck_case(s, vanilla_shapes, 0);
+    ck_case(s, param_suggestions, 0);
+    ck_case(s, prefix_shapes, 0);
+    ck_case(s, dual_shapes, 0);
+    ck_case(s, dual_refresh_interval, 0);
+    ck_case(s, vicinity_shapes, 0);
+    ck_case(s, vicinity_property, 0);
+    ck_case(s, sparse_shapes, 0);
+    ck_case(s, sparse_after_drop, 0);
+    ck_case(s, sparse_property, 0);
+    ck_case(s, dllm_cache_shapes, 0);
+    ck_case(s, dllm_cache_after_drop, 0);
+    ck_case(s, dllm_cache_property, 0);
+    ck_case(s, focus_shapes, 0);
+    ck_case(s, focus_property, 0);
+    ck_case(s, focus_placeholders, 0);
+    ck_case(s, dpad_shapes, 0);
+    ck_case(s, fdllm_v2_shapes, 0);
+    ck_case(s, d2f_shapes, 0);
+    ck_case(s, dsb_shapes, 0);
+    ck_case(s, dsb_matches_its_window, 0);
+    ck_case(s, linear_spec_shapes, 0);
+    ck_case(s, linear_spec_commits_a_run_of_matches, 0);
+    ck_case(s, dflash_shapes, 0);
+    ck_case(s, d2f_buffer_and_step_count, 0);
+    ck_case(s, dflash_commits_a_run_of_matches, 0);
+    ck_case(s, sparsed_shapes, 0);
+    ck_case(s, d2f_matches_its_block_list, 0);
+    ck_case(s, d2f_semi_share_unbiased, 0);
+    ck_case(s, recompute_reads_no_cache, 0);
+    ck_case(s, herald_shapes, 0);
+    ck_case(s, herald_matches_its_token_places, 0);
+    ck_case(s, dkv_shapes, 0);
+    ck_case(s, dkv_matches_its_cache, 0);
+    ck_case(s, early_commit_finishes_the_request, 0);
+    ck_case(s, d2cache_shapes, 0);
+    ck_case(s, elastic_shapes, 0);
+    ck_case(s, block_shapes, 0);
+    ck_case(s, ar_shapes, 0);
+    ck_case(s, block_partial_last_block, 0);
+    ck_case(s, block_delayed_shapes, 0);
+    ck_case(s, block_delayed_property, 0);
+    ck_case(s, eos_positions_decode_in_bulk, 0);
+    ck_case(s, early_stop_after_one_eos_block, 0);
+    ck_case(s, fixed_k_and_peaks, 0);
+    ck_case(s, attention_block_follows_policy_and_model, 0);
+    ck_case(s, every_policy_holds_what_its_steps_touch, 0);
+    ck_case(s, a_driven_policy_says_where_it_runs_whole, 0);
+    ck_case(s, registry, 0);
+    ck_case(s, engine_extensions_by_declaration, 0);
+    ck_case(s, a_policy_with_a_parameter, 0);
     return run_suite("policy", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

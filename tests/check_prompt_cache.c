@@ -281,13 +281,10 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("prompt_cache");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, lru_matches_a_naive_one);
-    tcase_add_test(tc, prefills_read_the_cached_prompt);
-    tcase_add_test(tc, cache_gives_pages_to_requests);
-    tcase_add_test(tc, refusals_name_the_reason);
-    tcase_add_test(tc, affinity_keeps_a_conversation_together);
-    suite_add_tcase(s, tc);
+    ck_case(s, lru_matches_a_naive_one, 60);
+    ck_case(s, prefills_read_the_cached_prompt, 60);
+    ck_case(s, cache_gives_pages_to_requests, 60);
+    ck_case(s, refusals_name_the_reason, 60);
+    ck_case(s, affinity_keeps_a_conversation_together, 60);
     return run_suite("prompt_cache", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

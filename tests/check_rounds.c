@@ -222,11 +222,9 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("rounds");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, fit_recovers_the_coefficients);
-    tcase_add_test(tc, a_step_is_priced_by_the_formula);
-    tcase_add_test(tc, bad_files_are_refused_by_line_and_field);
-    tcase_add_test(tc, the_shipped_profile_fits_its_rows);
-    suite_add_tcase(s, tc);
+    ck_case(s, fit_recovers_the_coefficients, 0);
+    ck_case(s, a_step_is_priced_by_the_formula, 0);
+    ck_case(s, bad_files_are_refused_by_line_and_field, 0);
+    ck_case(s, the_shipped_profile_fits_its_rows, 0);
     return run_suite("rounds", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

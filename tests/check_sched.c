@@ -1027,26 +1027,23 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("sched");
-    TCase *tc = tcase_create("invariants");
-    tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, invariants_randomized, 0, (int)(sizeof scenarios / sizeof *scenarios));
-    tcase_add_test(tc, preemption_recompute_and_swap);
-    tcase_add_test(tc, swap_moves_the_cache_out_and_the_same_back);
-    tcase_add_test(tc, impossible_requests_are_rejected_with_reason);
-    tcase_add_test(tc, phase_budget_bounds_by_hand);
-    tcase_add_test(tc, static_batches_finish_together);
-    tcase_add_test(tc, caching_planner_reserves_more);
-    tcase_add_test(tc, fused_ffn_plans_less);
-    tcase_add_test(tc, reservation_is_the_planners_plan);
-    tcase_add_test(tc, a_poor_planner_changes_admissions);
-    tcase_add_test(tc, mosaic_lazy_chunking_fits_long_requests);
-    tcase_add_test(tc, lookahead_avoids_phase_stalls);
-    tcase_add_test(tc, gpu_utilization_sizes_the_pool_as_dllm_serve);
-    tcase_add_test(tc, sglang_rounds_by_hand);
-    tcase_add_test(tc, sglang_graph_batches);
-    tcase_add_test(tc, sglang_separate_context_by_hand);
-    tcase_add_test(tc, sglang_pool_keeps_the_graph_padding);
-    tcase_add_test(tc, sglang_rounds_charge_the_host_once_a_round);
-    suite_add_tcase(s, tc);
+    ck_loop_case(s, invariants_randomized, 0, (int)(sizeof scenarios / sizeof *scenarios), 120);
+    ck_case(s, preemption_recompute_and_swap, 120);
+    ck_case(s, swap_moves_the_cache_out_and_the_same_back, 120);
+    ck_case(s, impossible_requests_are_rejected_with_reason, 120);
+    ck_case(s, phase_budget_bounds_by_hand, 120);
+    ck_case(s, static_batches_finish_together, 120);
+    ck_case(s, caching_planner_reserves_more, 120);
+    ck_case(s, fused_ffn_plans_less, 120);
+    ck_case(s, reservation_is_the_planners_plan, 120);
+    ck_case(s, a_poor_planner_changes_admissions, 120);
+    ck_case(s, mosaic_lazy_chunking_fits_long_requests, 120);
+    ck_case(s, lookahead_avoids_phase_stalls, 120);
+    ck_case(s, gpu_utilization_sizes_the_pool_as_dllm_serve, 120);
+    ck_case(s, sglang_rounds_by_hand, 120);
+    ck_case(s, sglang_graph_batches, 120);
+    ck_case(s, sglang_separate_context_by_hand, 120);
+    ck_case(s, sglang_pool_keeps_the_graph_padding, 120);
+    ck_case(s, sglang_rounds_charge_the_host_once_a_round, 120);
     return run_suite("sched", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

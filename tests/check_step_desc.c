@@ -234,15 +234,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("step_desc");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, totals_match_recomputation);
-    tcase_add_test(tc, selection_totals);
-    tcase_add_test(tc, front_totals);
-    tcase_add_test(tc, malformed_segments_named);
-    tcase_add_test(tc, block_causal_pairs);
-    tcase_add_test(tc, attention_pairs_of_one_segment);
-    tcase_add_test(tc, logit_chunks);
-    tcase_add_test(tc, phase_names);
-    suite_add_tcase(s, tc);
+    ck_case(s, totals_match_recomputation, 0);
+    ck_case(s, selection_totals, 0);
+    ck_case(s, front_totals, 0);
+    ck_case(s, malformed_segments_named, 0);
+    ck_case(s, block_causal_pairs, 0);
+    ck_case(s, attention_pairs_of_one_segment, 0);
+    ck_case(s, logit_chunks, 0);
+    ck_case(s, phase_names, 0);
     return run_suite("step_desc", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -500,24 +500,21 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("trace");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, azure_crlf_no_final_newline);
-    tcase_add_test(tc, burstgpt_mooncake_lengths_tessera);
-    tcase_add_test(tc, uneven_percentile_positions);
-    tcase_add_test(tc, wildchat_matches_its_table);
-    tcase_add_test(tc, errors_name_file_line_field);
-    tcase_add_test(tc, skip_bad_rows_counts);
-    tcase_add_test(tc, poisson_and_gamma_rates);
-    tcase_add_test(tc, rates_past_the_clock_refused);
-    tcase_add_test(tc, lognormal_fit_recovers_parameters);
-    tcase_add_test(tc, same_seed_same_trace);
-    tcase_add_test(tc, write_and_read_back);
-    tcase_add_test(tc, osc_lengths_match_the_published_statistics);
-    tcase_add_test(tc, percentile_profiles_draw_their_tables);
-    tcase_add_test(tc, stream_repeats_a_trace);
-    tcase_add_test(tc, stream_repeat_at_the_clocks_edge);
-    tcase_add_test(tc, shared_traces);
-    suite_add_tcase(s, tc);
+    ck_case(s, azure_crlf_no_final_newline, 60);
+    ck_case(s, burstgpt_mooncake_lengths_tessera, 60);
+    ck_case(s, uneven_percentile_positions, 60);
+    ck_case(s, wildchat_matches_its_table, 60);
+    ck_case(s, errors_name_file_line_field, 60);
+    ck_case(s, skip_bad_rows_counts, 60);
+    ck_case(s, poisson_and_gamma_rates, 60);
+    ck_case(s, rates_past_the_clock_refused, 60);
+    ck_case(s, lognormal_fit_recovers_parameters, 60);
+    ck_case(s, same_seed_same_trace, 60);
+    ck_case(s, write_and_read_back, 60);
+    ck_case(s, osc_lengths_match_the_published_statistics, 60);
+    ck_case(s, percentile_profiles_draw_their_tables, 60);
+    ck_case(s, stream_repeats_a_trace, 60);
+    ck_case(s, stream_repeat_at_the_clocks_edge, 60);
+    ck_case(s, shared_traces, 60);
     return run_suite("trace", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -646,6 +646,23 @@ got=$(scores "$tmp/papers/report.md" "| paper |")
 want=$(scores "$root/README.md" "| paper | trends holding |")
 [ -n "$got" ] && [ "$got" = "$want" ] && ok || bad "README's scoreboard of the papers' trends is not a fresh run's: $(echo "$got" | tr '\n' ';')"
 
+# dgemma-sampler-h200: vLLM's DiffusionGemma sampler step as tessera mem sampler prices it: the whole
+# step's transient SAMPLER_COPIES (3) times its fp32 logits, the tiled loop's groups by the PR's rule
+# from what was free
+python3 - "$root/experiments/records/dgemma-sampler-h200" <<'PY' && ok || bad "dgemma-sampler-h200: a row off the sampler's model"
+import csv, glob, sys
+rows = [r for f in sorted(glob.glob(sys.argv[1] + "/*.csv")) for r in csv.DictReader(open(f))]
+assert len(rows) >= 10
+for r in rows:
+    n, g, lb, tb = int(r["canvases"]), int(r["group"]), int(r["logit_bytes"]), int(r["transient_bytes"])
+    canvas = lb // n
+    if r["mode"] == "whole":
+        assert g == n and abs(tb / lb - 3) < 0.01, r
+    else:
+        assert g == max(1, min(n, int(int(r["free_bytes"]) * 0.5) // (canvas * 10))), r
+        assert abs(tb / (canvas * g) - 3) < 0.01, r
+PY
+
 # the papers' figures README shows (papers-figures): a fresh run's report and figure are the shipped ones,
 # byte for byte (the figure as this machine's gnuplot draws it)
 for e in dllm-serve-fig3 focus-fig7; do

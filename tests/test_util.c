@@ -103,6 +103,15 @@ void test_config(struct sim_config *c)
     c->progress = false;
 }
 
+void ck_case_add(Suite *s, const char *name, const TTest *fn, int start, int end, double timeout_s)
+{
+    TCase *tc = tcase_create(name);
+    if (timeout_s > 0)
+        tcase_set_timeout(tc, timeout_s);
+    tcase_add_loop_test(tc, fn, start, end);
+    suite_add_tcase(s, tc);
+}
+
 int run_suite(const char *name, Suite *s)
 {
     SRunner *sr = srunner_create(s);

@@ -23,6 +23,12 @@ void test_config(struct sim_config *c);
 void test_param(struct sim_config *c, const char *name, double v);
 /* Runs a Check suite; returns the number of failures. Prints "NAME: N passed, M failed". */
 int run_suite(const char *name, Suite *s);
+/* Test fn (a START_TEST) into suite s in a test case of its own, named as the function (CK_RUN_CASE=NAME
+ * runs it alone: a planted bug's recorded killer, tests/mutate.sh), its loop over [start, end), each
+ * run given timeout_s seconds (0: Check's default). */
+void ck_case_add(Suite *s, const char *name, const TTest *fn, int start, int end, double timeout_s);
+#define ck_case(s, fn, timeout_s) ck_case_add((s), #fn, (fn), 0, 1, (timeout_s))
+#define ck_loop_case(s, fn, start, end, timeout_s) ck_case_add((s), #fn, (fn), (start), (end), (timeout_s))
 /* Adds n copies of seg to sd, the i-th with request id seg->req_id + i: a step of n equal
  * segments. */
 void test_step_repeat(struct step_desc *sd, const struct segment *seg, int n);

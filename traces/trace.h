@@ -1,6 +1,6 @@
 /*
  * trace.h: request-arrival traces: loaders for the public formats, generators, rescaling and
- * statistics (../shared/SPEC.md section 9). A trace is a list of (arrival, prompt tokens, output tokens) sorted
+ * statistics. A trace is a list of (arrival, prompt tokens, output tokens) sorted
  * by arrival; output tokens are what the original (autoregressive) service generated, which the
  * simulator maps onto a dLLM's generation length and content length.
  *

@@ -1,5 +1,5 @@
 /*
- * cli_mem.c: `tessera mem plan` and `tessera mem lmax`.
+ * cli_mem.c: `tessera mem plan`, `tessera mem lmax` and `tessera mem sampler`.
  *
  *   plan   one forward's activation plan by a planner: peak (arena or reserved), allocated, the
  *          theoretical peak, inflation over it, peak-to-average ratio, planning time (CPU time); with
@@ -9,6 +9,8 @@
  *          one vanilla (no cache) FULL step of L tokens with logits for mask_ratio * L rows
  *          (mask-only) or all L rows, planned by the chosen planner, chunked as asked; --live
  *          measures it on the GPU with the engine (engine/eng_lmax.c) beside the prediction
+ *   sampler  vLLM's DiffusionGemma sampler at a step of 1 .. --max-num-seqs canvases (sampler_mem.h):
+ *          its logits, its tile, its copies, what it can take and whether it runs out of memory
  */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
@@ -24,6 +26,7 @@
 #include "gpu.h"
 #include "model.h"
 #include "act_cache.h"
+#include "sampler_mem.h"
 
 static void mem_usage(FILE *f)
 {
@@ -36,6 +39,9 @@ static void mem_usage(FILE *f)
 "                        [--chunking C] [--search-margin-mib N] [--softmax-copy B] [--reserve-gib G]\n"
 "                        [--fused-ffn] [--act-layout engine|mosaic] [--json]\n"
 "                        [--live [--layers N] [--seed S]]\n"
+"       tessera mem sampler [--model M] [--gpu G | --mem-limit GB] [--canvas N] [--max-num-seqs N]\n"
+"                        [--gpu-memory-utilization U] [--max-num-batched-tokens T] [--outside-gib G]\n"
+"                        [--weights-gib G] [--copies C] [--code tiled|whole] [--json]\n"
 "\n"
 "planners: caching (PyTorch's allocator), profiled (dLLM-Serve), first-fit (Mosaic), greedy-size\n"
 "(TFLite), ilp (GLPK, small graphs) [first-fit]. Defaults: llada-8b, 4096 tokens, logits for\n"
@@ -56,7 +62,16 @@ static void mem_usage(FILE *f)
 "--act-layout: a layer's activations as tessera's engine holds them [engine: q, k and v one tensor,\n"
 "o_proj and down adding into x], or as Mosaic's own memory plan lays them out (mosaic:\n"
 "flashserve/Mosaic vllm/v1/worker/graph_builder.py: q, k and v apart, o_proj's output and the fused\n"
-"add-norm's two outputs new tensors, the FFN's chunk buffers alive across its loop; not with --live).\n");
+"add-norm's two outputs new tensors, the FFN's chunk buffers alive across its loop; not with --live).\n"
+"sampler: vLLM's DiffusionGemma sampler (vllm/model_executor/models/diffusion_gemma.py) at a step of\n"
+"each count of canvases up to --max-num-seqs [8]: the fp32 logits of --canvas [256] rows a canvas, the\n"
+"group its request-tiled loop takes (--code tiled, PR #45672 at 00c25c8 [tiled]; whole: every canvas\n"
+"at once, as 0.33.0 runs it) from what is free, its --copies [3, measured: record dgemma-sampler-h200]\n"
+"fp32 copies of the group's logits, and whether the step runs out of memory: what it can take is the\n"
+"profile run's activations (a forward of --max-num-batched-tokens [8192] with a logit row a sequence,\n"
+"planned by the caching planner, free in PyTorch's cache at a step) and (1 - U) of the device\n"
+"[U 0.9] less --outside-gib [1: CUDA context, workspaces and graphs, an assumption]. Defaults:\n"
+"diffusion-gemma, h200; --weights-gib: the model's weights [bf16 or its checkpoint's].\n");
 }
 
 struct mem_args {
@@ -65,6 +80,11 @@ struct mem_args {
     double mask_ratio, budget_gib, reserve_gib, mem_limit_gb, margin_mib; /* margin_mib < 0: the default */
     int32_t max_num_logits, ffn_chunks, softmax_copy, layers, ilp_tensors;
     double ilp_seconds;
+    /* sampler */
+    int32_t canvas, max_num_seqs, copies;
+    int64_t max_batched;
+    double util, outside_gib, weights_gib;
+    bool whole;
     enum chunking chunking;
     int32_t layout; /* enum og_layout */
     bool json, live, fused_ffn;
@@ -85,11 +105,17 @@ static int parse(int argc, char **argv, struct mem_args *a)
         {"layers", required_argument, 0, 'N'}, {"seed", required_argument, 0, 'S'},
         {"fused-ffn", no_argument, 0, 'F'}, {"ilp-tensors", required_argument, 0, 'I'},
         {"ilp-seconds", required_argument, 0, 'T'}, {"search-margin-mib", required_argument, 0, 'G'},
-        {"act-layout", required_argument, 0, 'A'}, {0, 0, 0, 0}};
+        {"act-layout", required_argument, 0, 'A'}, {"canvas", required_argument, 0, 'C'},
+        {"max-num-seqs", required_argument, 0, 'n'}, {"gpu-memory-utilization", required_argument, 0, 'u'},
+        {"max-num-batched-tokens", required_argument, 0, 'B'}, {"outside-gib", required_argument, 0, 'o'},
+        {"weights-gib", required_argument, 0, 'W'}, {"copies", required_argument, 0, 'k'},
+        {"code", required_argument, 0, 'K'}, {0, 0, 0, 0}};
     *a = (struct mem_args){.model = "llada-8b", .gpu = "h200", .planner = "first-fit", .tokens = 4096,
                            .logit_rows = -1, .mask_ratio = -1, .budget_gib = 0, .reserve_gib = 1.0,
                            .margin_mib = -1,
-                           .ffn_chunks = 1, .layers = 1, .seed = 1};
+                           .ffn_chunks = 1, .layers = 1, .seed = 1, .canvas = 256, .max_num_seqs = 8,
+                           .copies = SAMPLER_COPIES, .max_batched = 8192, .util = 0.9, .outside_gib = 1.0,
+                           .weights_gib = -1};
     optind = 1;
     opterr = 0;
     int c, idx = 0;
@@ -128,6 +154,14 @@ static int parse(int argc, char **argv, struct mem_args *a)
         case 'S': want = "a whole number, 0 or more"; bad = ts_parse_i64(optarg, &v) || v < 0; a->seed = (uint64_t)v; break;
         case 'I': want = "a whole number of tensors in 1..100000"; bad = ts_parse_i64(optarg, &v) || v < 1 || v > 100000; a->ilp_tensors = (int32_t)v; break;
         case 'T': want = "a number of seconds in (0, 3600]"; bad = ts_parse_double(optarg, &a->ilp_seconds) || !(a->ilp_seconds > 0) || a->ilp_seconds > 3600; break;
+        case 'C': want = "a whole number of positions in 1..65536"; bad = ts_parse_i64(optarg, &v) || v < 1 || v > 65536; a->canvas = (int32_t)v; break;
+        case 'n': want = "a whole number of sequences in 1..4096"; bad = ts_parse_i64(optarg, &v) || v < 1 || v > 4096; a->max_num_seqs = (int32_t)v; break;
+        case 'u': want = "a fraction in (0, 1]"; bad = ts_parse_double(optarg, &a->util) || !(a->util > 0) || a->util > 1; break;
+        case 'B': want = "a whole number of tokens in 1..16777216"; bad = ts_parse_i64(optarg, &a->max_batched) || a->max_batched < 1 || a->max_batched > (1 << 24); break;
+        case 'o': want = "a number of GiB in 0..1024"; bad = ts_parse_double(optarg, &a->outside_gib) || !(a->outside_gib >= 0) || a->outside_gib > 1024; break;
+        case 'W': want = "a number of GiB in 0..100000"; bad = ts_parse_double(optarg, &a->weights_gib) || !(a->weights_gib >= 0) || a->weights_gib > 1e5; break;
+        case 'k': want = "a whole number of copies in 1..64"; bad = ts_parse_i64(optarg, &v) || v < 1 || v > 64; a->copies = (int32_t)v; break;
+        case 'K': want = "tiled or whole"; a->whole = strcmp(optarg, "whole") == 0; bad = !a->whole && strcmp(optarg, "tiled") != 0; break;
         case 'h': mem_usage(stdout); return 1;
         default: cli_getopt_error("mem", c, argv, o); return -1;
         }
@@ -409,6 +443,94 @@ static int cmd_lmax(const struct mem_args *a)
     return 0;
 }
 
+/* Whether option name was given among argv's */
+static bool given(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], name, strlen(name)) == 0 && (argv[i][strlen(name)] == '\0' || argv[i][strlen(name)] == '='))
+            return true;
+    return false;
+}
+
+/* vLLM's DiffusionGemma sampler at a step of each count of canvases (sampler_mem.h). */
+static int cmd_sampler(const struct mem_args *a, int argc, char **argv)
+{
+    struct model_cfg m;
+    struct gpu_spec g = {0};
+    struct ts_err err;
+    const char *model = given(argc, argv, "--model") ? a->model : "diffusion-gemma";
+    struct gpu_table *gt = gpu_table_create();
+    const int bad = model_resolve(model, &m, &err) || (a->mem_limit_gb <= 0 && gpu_lookup(gt, a->gpu, &g, &err));
+    gpu_table_destroy(gt);
+    if (bad) {
+        fprintf(stderr, "tessera mem sampler: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    const int64_t device = a->mem_limit_gb > 0 ? (int64_t)(a->mem_limit_gb * 1e9) : g.mem_bytes;
+    const int64_t weights = a->weights_gib >= 0 ? (int64_t)(a->weights_gib * TS_GIB) : model_weight_bytes(&m);
+    /* the profile run: a forward of max-num-batched-tokens with a logit row a sequence, as PyTorch's
+     * allocator holds it */
+    const struct og_shape prof = {a->max_batched, TS_MIN((int64_t)a->max_num_seqs, a->max_batched), 0, 1, 0,
+                                  false, 1, 0};
+    int64_t slack = 0;
+    if (act_planned_bytes(&m, planner_find("caching"), &prof, &slack, &err)) {
+        fprintf(stderr, "tessera mem sampler: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    const struct sampler_setup su = {device, a->util, (int64_t)(a->outside_gib * TS_GIB), slack, a->canvas, m.vocab,
+                                     a->copies, !a->whole};
+    const int64_t pool = (int64_t)(a->util * (double)device) - weights - slack;
+    if (pool <= 0) {
+        fprintf(stderr, "tessera mem sampler: --gpu-memory-utilization %g of %.1f GiB holds no KV pool after %.2f GiB "
+                        "of weights and %.2f GiB of the profile run's activations (vLLM refuses to start)\n",
+                a->util, device / TS_GIB, weights / TS_GIB, slack / TS_GIB);
+        return 1;
+    }
+    const int32_t holds = sampler_mem_max(&su, a->max_num_seqs);
+    json_t *rows = a->json ? json_array() : NULL;
+    if (!a->json) {
+        printf("vLLM's DiffusionGemma sampler (%s) on %s at --gpu-memory-utilization %g: %s, canvas %d, vocabulary %d\n",
+               a->whole ? "every canvas at once" : "request-tiled", a->mem_limit_gb > 0 ? "--mem-limit" : g.name,
+               a->util, m.name, a->canvas, m.vocab);
+        printf("  budget %.1f GiB: weights %.2f, the profile run's activations %.2f (free at a step), KV pool %.1f; "
+               "outside it %.2f GiB, %.2f held (--outside-gib)\n", a->util * device / TS_GIB, weights / TS_GIB,
+               slack / TS_GIB, pool / TS_GIB, (1 - a->util) * device / TS_GIB, a->outside_gib);
+        printf("  %8s %6s %12s %16s %9s %10s %9s\n", "canvases", "group", "fp32 logits", "sampler copies", "peak",
+               "available", "headroom");
+    }
+    for (int32_t n = 1; n <= a->max_num_seqs; n = n < a->max_num_seqs && 2 * n > a->max_num_seqs ? a->max_num_seqs : 2 * n) {
+        struct sampler_step st;
+        sampler_mem_at(&su, n, &st);
+        if (rows)
+            json_array_append_new(rows, json_pack("{s:i,s:i,s:I,s:I,s:I,s:I,s:I,s:b}", "canvases", n, "group", st.group,
+                                                  "logit_bytes", (json_int_t)st.logit_bytes, "transient_bytes",
+                                                  (json_int_t)st.transient_bytes, "need_bytes", (json_int_t)st.need_bytes,
+                                                  "free_bytes", (json_int_t)st.free_bytes, "available_bytes",
+                                                  (json_int_t)st.avail_bytes, "oom", st.oom));
+        else
+            printf("  %8d %6d %12.2f %16.2f %9.2f %10.2f %+9.2f%s\n", n, st.group, st.logit_bytes / TS_GIB,
+                   st.transient_bytes / TS_GIB, st.need_bytes / TS_GIB, st.avail_bytes / TS_GIB,
+                   (st.avail_bytes - st.need_bytes) / TS_GIB, st.oom ? "  out of memory" : "");
+        if (n == a->max_num_seqs)
+            break;
+    }
+    if (rows) {
+        json_t *o = json_pack("{s:s,s:s,s:f,s:i,s:i,s:I,s:I,s:I,s:I,s:i,s:o}", "model", m.name, "code",
+                              a->whole ? "whole" : "tiled", "util", a->util, "canvas", a->canvas, "copies", a->copies,
+                              "device_bytes", (json_int_t)device, "weight_bytes", (json_int_t)weights, "slack_bytes",
+                              (json_int_t)slack, "kv_pool_bytes", (json_int_t)pool, "holds", holds, "steps", rows);
+        char *t = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        printf("%s\n", t);
+        free(t);
+        json_decref(o);
+    } else {
+        printf("  a step holds %d canvas%s without running out of memory: --max-num-seqs %d %s\n", holds,
+               holds == 1 ? "" : "es", a->max_num_seqs,
+               holds >= a->max_num_seqs ? "fits" : "runs out of memory at its first full batch");
+    }
+    return 0; /* (the verdict is the answer: printed, and "holds" in the JSON) */
+}
+
 int cli_mem(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -423,6 +545,8 @@ int cli_mem(int argc, char **argv)
         return cmd_plan(&a);
     if (strcmp(argv[1], "lmax") == 0)
         return cmd_lmax(&a);
-    fprintf(stderr, "tessera mem: unknown subcommand '%s' (plan, lmax)\n", argv[1]);
+    if (strcmp(argv[1], "sampler") == 0)
+        return cmd_sampler(&a, argc - 1, argv + 1);
+    fprintf(stderr, "tessera mem: unknown subcommand '%s' (plan, lmax, sampler)\n", argv[1]);
     return EXIT_USAGE;
 }

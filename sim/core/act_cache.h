@@ -1,5 +1,5 @@
 /*
- * act_cache.h: a step's activation memory, the one model of it (../shared/SPEC.md section 6). A step's shape
+ * act_cache.h: a step's activation memory, the one model of it. A step's shape
  * (og_shape) is built into its op graph and laid out by a planner; the plan's bytes are what the
  * step holds. Every user asks here: the simulator's admission reservations, each step's recorded
  * peak and capacity check, lazy chunking, `mem plan`, `mem lmax` and the engine's probes.

@@ -2,7 +2,7 @@
  * opgraph.h: the op graph template ("graph registrar" in Mosaic): one forward pass as the list of
  * its activation tensors, each with its size as a function of the step's shapes and its lifetime
  * (the first and last op that touch it). The same template serves the simulator's planners and the
- * engine's arena (../shared/SPEC.md section 6).
+ * engine's arena.
  *
  * The forward is the engine's: the residual stream x is one buffer updated in place (the O and down
  * projections add into it); per layer: norm -> qkv -> (RoPE in place) -> attention -> o_proj; then

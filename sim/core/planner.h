@@ -1,5 +1,5 @@
 /*
- * planner.h: activation-memory planners over an op graph (../shared/SPEC.md section 6). A planner turns the
+ * planner.h: activation-memory planners over an op graph. A planner turns the
  * graph's tensors (sizes, lifetimes) into memory: offsets in one arena (first-fit, greedy-size,
  * ilp), or the reserved segments of an allocator (caching), or a fixed budget (profiled).
  *

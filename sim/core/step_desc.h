@@ -5,7 +5,7 @@
  * sizes its activations, the cost model prices it and the engine executes it. Nothing else crosses
  * those boundaries, so every field below is a shape, never a pointer into simulator state.
  *
- * A segment is one request's part of a step (../shared/SPEC.md section 1):
+ * A segment is one request's part of a step:
  *   q           query tokens: rows that run through every layer
  *   kv          cached context tokens those queries attend to (read from the KV cache)
  *   kv_write    tokens whose K/V this step stores into the cache

@@ -1,7 +1,7 @@
 /*
  * util.h: the few helpers every tessera module shares.
  *
- * Two kinds of failure (see ../shared/STYLE.md):
+ * Two kinds of failure:
  *   - recoverable errors (bad input, unknown names) travel as a non-zero return status with a
  *     message in a struct ts_err, written "FILE:LINE: FIELD: problem" where a file is involved;
  *   - broken invariants trip TS_ASSERT, which is always on (never compiled out by NDEBUG), prints

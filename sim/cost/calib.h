@@ -1,6 +1,6 @@
 /*
  * calib.h: calibration of the cost model from the engine's measured per-op profile
- * (`tessera engine profile`, ../shared/SPEC.md section 7). A calibration is fitted from rows
+ * (`tessera engine profile`). A calibration is fitted from rows
  * (segments, q, kv, logit_rows, op, ms) measured on one GPU for one model and implementation:
  *
  *   token-driven ops (embed, norm, qkv, rope, o_proj, gate_up, act, down): time as a function of the

@@ -1,5 +1,5 @@
 /*
- * cost.h: the cost model, cost_step(step_desc) -> seconds with a per-op breakdown (../shared/SPEC.md section 7).
+ * cost.h: the cost model, cost_step(step_desc) -> seconds with a per-op breakdown.
  * One interface, several back ends (struct cost_ops) in one table (cost.c): `roofline`
  * (cost_roofline.c) and `calibrated` (calib_price.c). An implementation profile says how an implementation runs
  * the forward on the GPU: kernels per op, the cost of issuing one, per-step host overhead and the

@@ -171,16 +171,17 @@ static const struct derived_impl {
     {"tessera-fused", "tessera", -1, 0, 1.0, true, false, 0, 0, false, 0},
     /* vLLM's DiffusionGemma runner (vllm/model_executor/models/diffusion_gemma.py as merged at eb28452 and
      * released in 0.33.0), CUDA graphs as tessera's (vLLM's default captures at most 512 tokens, two
-     * canvases: a batch of more runs its forward unreplayed, which this profile does not price): its compiled sampler over every canvas row at once keeps the softcapped fp32 logits,
-     * their tempered fp32 copy and the bf16 probabilities beside the bf16 logits (10 bytes a logit: read
-     * from the code, not measured; run eagerly its tensors reach about 34); a request keeps its canvas
+     * canvases: a batch of more runs its forward unreplayed, which this profile does not price): its
+     * compiled sampler over every canvas row at once holds the softcapped fp32 logits and 3 fp32 copies of
+     * them (16 bytes a logit, the LM head's bf16 2 dropped by then: 14 beside them; measured, the step run
+     * on an H200: experiments/records/dgemma-sampler-h200, tessera mem sampler); a request keeps its canvas
      * of fp32 soft embeddings (probabilities times the embedding: self_conditioning_embeds) across its
      * steps */
-    {"vllm-dgemma", "tessera", 10, 0, 1.0, false, false, 0, SELF_COND_HIDDEN, false, 0},
+    {"vllm-dgemma", "tessera", 14, 0, 1.0, false, false, 0, SELF_COND_HIDDEN, false, 0},
     /* the same with the runner's pre-merge state (DiffusionGemma4RequestStates, in no merged commit): a
      * canvas of fp32 probabilities a request (self_conditioning_probs, max_num_seqs x canvas x vocab: 256
      * MiB a request at 256 x 262,144), the buffer vLLM's recipe names when it advises --max-num-seqs 4 */
-    {"vllm-dgemma-probs", "tessera", 10, 0, 1.0, false, false, 0, SELF_COND_VOCAB, false, 0},
+    {"vllm-dgemma-probs", "tessera", 14, 0, 1.0, false, false, 0, SELF_COND_VOCAB, false, 0},
     /* SGLang's DiffusionGemma path (release 0.5.23: dllm/algorithm/gemma4_renoise.py, models/gemma4_diffusion.py)
      * as tessera, its canvas rounds under CUDA graphs (its context passes run eagerly, which this profile does
      * not price apart): the logits processor's fp32 logits of every canvas row, their bf16 probabilities for

@@ -1,5 +1,5 @@
 /*
- * db.h: a run's SQLite database (../shared/SPEC.md section 10), by job: its tables and reading recorded steps back
+ * db.h: a run's SQLite database, by job: its tables and reading recorded steps back
  * (db_schema.c); the one rule for reading a database (db_own.c); the checks before a write
  * (db_check.c); files made whole, and opened by descriptor (db_file.c); writing a run, its steps
  * streamed to the writer as the simulator makes them (db_write.c); merging databases (db_merge.c);

@@ -1,5 +1,5 @@
 /*
- * db_schema.c: a run's database as tables (../shared/SPEC.md section 10), upgrading an older one, reading its
+ * db_schema.c: a run's database as tables, upgrading an older one, reading its
  * recorded steps back, and SQLite's integrity check.
  *
  *   runs          run_id, created (UTC, to the nanosecond), code_version, seed, config_json

@@ -1,5 +1,5 @@
 /*
- * policy.h: denoising/caching policies (../shared/SPEC.md section 2), the room sim/policies/: this table, a file
+ * policy.h: denoising/caching policies, the room sim/policies/: this table, a file
  * a policy, and a policy driven outside the event loop (policy_drive.c). A policy is a small state
  * machine per request: emit() gives the exact shape of the request's next step, advance() moves its
  * phase state after the step, and kv_tokens()/kv_peak_tokens() say how much KV cache it holds.

@@ -1,7 +1,7 @@
 /* policy_block_delayed.c: block diffusion with FOCUS's intra-block delayed cache. As `block`, but a
  * decoded token whose right neighbour is decoded too is stable: the next forward writes its K/V
  * (kv_write) and it then leaves the query set. Decoded positions form a prefix of the block (they
- * cluster at its left frontier, ../shared/SPEC.md section 3), so with c of the block's positions cached a step
+ * cluster at its left frontier), so with c of the block's positions cached a step
  * runs the rest: q = len - c over kv = P + b*Bs + c. A finished block's uncached rest (at least its
  * last token) is committed by the next block's first step: q = rest + Bs, kv_write = rest. */
 #include "policy.h"

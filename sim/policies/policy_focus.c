@@ -10,8 +10,8 @@
  *     this block has run through every layer yet.
  * Evicted rows keep the K/V an earlier step left, so the later layers attend to the cached prefix
  * and every position of the block: kv = kv_front + q_front - q.
- * Which positions are decodable is the decode model's count (the block's leftmost masked positions,
- * ../shared/SPEC.md section 3); the importance delta is a noisy signal of it: N(snr, 1) for a decodable
+ * Which positions are decodable is the decode model's count (the block's leftmost masked positions);
+ * the importance delta is a noisy signal of it: N(snr, 1) for a decodable
  * position, N(0, 1) for the others (--focus-snr). The step decodes the decodable positions it kept
  * (at least one: threshold decoding commits the most confident kept token) and misses the others;
  * decoded positions are counted from the block's left as in block+delayed. A step's draws are seeded

@@ -1,5 +1,5 @@
 /*
- * sched.h: schedulers (../shared/SPEC.md section 5), the room sim/sched/: this table and a file a scheduler. A scheduler sees the waiting queue, the running set, the
+ * sched.h: schedulers, the room sim/sched/: this table and a file a scheduler. A scheduler sees the waiting queue, the running set, the
  * memory manager (sim_kv_*) and the cost model through struct sim, and owns three decisions:
  *   init     size its memory budgets (activation reservation, KV pool) before the run
  *   reject   say why an arriving request can never run (NULL if it can)

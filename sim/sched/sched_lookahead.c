@@ -1,5 +1,5 @@
 /*
- * sched_lookahead.c: the phase scheduler with admission by projection (../shared/SPEC.md section 5; beyond the
+ * sched_lookahead.c: the phase scheduler with admission by projection (beyond the
  * papers: dLLM-Serve section 7 names it as future work).
  *
  * Memory and the running set's step are the phase scheduler's (the activation budget of
