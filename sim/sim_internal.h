@@ -59,9 +59,6 @@ struct sim {
     bool rounds_host_only;         /* rounds measured beside another card (--rounds-host): their host work alone */
     struct rounds_profile *rounds; /* owned; an implementation priced by its rounds (rounds.h), where the GPU
                                     * and model have them (NULL: priced as its base) */
-    struct round_step round;       /* what the step is of its round, as a scheduler of rounds says (rounds.h) */
-    int pricer_link[PRICERS_MAX];  /* the pricing chain (pricing_resolve): its links' rows in pricing.c */
-    int num_pricers;
     const struct planner_ops *planner; /* activation reservations (planner.h) */
     struct act_cache *act_plans;       /* the planner's plans by shape (owned) */
     struct ts_err run_err;
@@ -157,6 +154,11 @@ struct sim {
     struct sim_summary sum;
     int64_t num_done; /* finished + rejected */
     double progress_next_s, progress_t0; /* the progress line: its next update, and its first (wall s) */
+    /* the pricing chain (pricing_resolve): its links' rows in pricing.c, and what the step is of its
+     * round, as a scheduler of rounds says (rounds.h) */
+    int pricer_link[PRICERS_MAX];
+    int num_pricers;
+    struct round_step round;
 };
 
 /* --- services for schedulers ------------------------------------------------------------- */

@@ -9,7 +9,8 @@
 #        started from, each against the test recorded as killing it (mutate.sh CHANGED= RECORDED=1);
 #     B: the database's reliability (db_test.sh), --interval's sources and levels (interval_test.sh),
 #        README's commands, the command line (cli_test.sh), tessera plan's (plan_test.sh), a diffusion
-#        drafter's (spec_test.sh) and the papers' figures cli_test drew (figures_test.sh).
+#        drafter's (spec_test.sh), how a run is priced (pricing_test.sh) and the papers' figures cli_test
+#        drew (figures_test.sh).
 #   full (make check-full): what the fast door leaves out: the suites again under AddressSanitizer +
 #     UBSan (built here, host code only) and the command line so built fed hostile run files and
 #     databases (sanitized_cli_test.sh, leaks included), the planted bugs (mutate.sh), a share a lane,
@@ -85,6 +86,7 @@ asan() {
         PAPERS_OUT=$logs/papers part cli bash "$here/cli_test.sh" "$bin"
         part plan bash "$here/plan_test.sh" "$bin"
         part spec bash "$here/spec_test.sh" "$bin"
+        part pricing bash "$here/pricing_test.sh" "$bin"
         part figures bash "$here/figures_test.sh" "$bin" "$([ -d "$logs/papers" ] && echo "$logs/papers")"
     else
         part asan asan
@@ -102,7 +104,7 @@ lane_b=$!
 ticker=$!
 
 if [ "$door" = fast ]; then
-    echo "check: lane A: the unit suites, layers, functions, shellcheck, sql text, hostile, rules, the changed files' planted bugs; lane B: db, interval, readme, cli, plan, spec, figures"
+    echo "check: lane A: the unit suites, layers, functions, shellcheck, sql text, hostile, rules, the changed files' planted bugs; lane B: db, interval, readme, cli, plan, spec, pricing, figures"
     part unit suites_run "${suites[@]}"
     BUILD=$build part layers bash "$here/check_layers.sh"
     part functions bash "$here/check_functions.sh"

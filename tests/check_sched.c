@@ -768,6 +768,28 @@ START_TEST(sglang_rounds_charge_the_host_once_a_round)
 }
 END_TEST
 
+/* Fast-dLLM v2's context pass, as sglang's separate-context budgets for it: the canvas's rows, its
+ * sub-blocks of --block each (2 x 128 = 256): a --max-prefill-tokens of 255 is refused, 256 taken */
+START_TEST(sglang_budgets_the_whole_canvas_context_pass)
+{
+    struct sim_config c;
+    serve_config(&c, "sglang", "arrival_ns,prompt_tokens,output_tokens\n0,64,256\n");
+    snprintf(c.policy, sizeof c.policy, "fdllm-v2");
+    c.block = 128;
+    test_param(&c, "v2-sub-blocks", 2);
+    test_param(&c, "v2-context-pass", 1);
+    test_param(&c, "separate-context", 1);
+    test_param(&c, "max-prefill-tokens", 255);
+    struct ts_err err;
+    ck_assert_ptr_null(sim_create(&c, &err));
+    ck_assert_msg(strstr(err.msg, "context pass (256 rows)"), "%s", err.msg);
+    test_param(&c, "max-prefill-tokens", 256);
+    struct sim *s = sim_create(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    sim_destroy(s);
+}
+END_TEST
+
 /* SGLang's decode graph sizes as server_args.py's _generate_decode_cuda_graph_batch_sizes lists them
  * (the normal case) and base_cuda_graph_runner.py filters them: sizes up to max_bs, and max_bs. */
 static int32_t graph_batch_oracle(int32_t n, int32_t max_bs)
@@ -1045,5 +1067,6 @@ int main(void)
     ck_case(s, sglang_separate_context_by_hand, 120);
     ck_case(s, sglang_pool_keeps_the_graph_padding, 120);
     ck_case(s, sglang_rounds_charge_the_host_once_a_round, 120);
+    ck_case(s, sglang_budgets_the_whole_canvas_context_pass, 0);
     return run_suite("sched", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

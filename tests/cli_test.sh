@@ -843,38 +843,6 @@ else
 fi
 
 # activation-memory planners
-# vLLM's DiffusionGemma sampler: an H200 at utilization 0.9 keeps 14.04 GiB outside its budget, 1 held, and
-# the profile run's activations free at a step; whole, n canvases take n GiB (0.25 of fp32 logits and 3
-# copies of them): the most is what is available, rounded down; tiled, 32 fit
-expect 0 "mem sampler, whole" -- "$bin" mem sampler --max-num-seqs 32 --code whole
-contains "mem sampler, whole, runs out" "--max-num-seqs 32 runs out of memory at its first full batch"
-avail=$(awk '$1 == 32 { print $6 }' "$tmp/out")
-holds=$(sed -n 's/.*a step holds \([0-9]*\) canvas.*/\1/p' "$tmp/out")
-[ -n "$avail" ] && [ "$holds" = "$(awk -v a="$avail" 'BEGIN { print int(a) }')" ] && ok ||
-    bad "mem sampler, whole: holds $holds canvases with $avail GiB available (n GiB at n canvases)"
-expect 0 "mem sampler, tiled" -- "$bin" mem sampler --max-num-seqs 32
-contains "mem sampler, tiled, fits" "--max-num-seqs 32 fits"
-"$bin" mem sampler --max-num-seqs 32 --json >"$tmp/sampler.json" 2>&1
-python3 - "$tmp/sampler.json" <<'PY' && ok || bad "mem sampler --json: a step's rows do not follow vLLM's tile rule or its peak"
-import json, sys
-o = json.load(open(sys.argv[1]))
-canvas = o["canvas"] * 262144
-for s in o["steps"]:
-    n, g = s["canvases"], s["group"]
-    assert g == max(1, min(n, int(0.5 * s["free_bytes"]) // (canvas * 40))), s
-    assert s["transient_bytes"] == 3 * 4 * g * canvas, s
-    assert s["need_bytes"] == max(6 * n * canvas, 4 * n * canvas + s["transient_bytes"]), s
-    assert s["oom"] == (s["need_bytes"] > s["available_bytes"]), s
-assert o["holds"] == 32 and o["code"] == "tiled", o
-PY
-expect 0 "mem sampler, more copies" -- "$bin" mem sampler --mem-limit 34.2 --weights-gib 17 --gpu-memory-utilization 0.75 \
-    --code whole --copies 6
-contains "mem sampler, more copies hold fewer" "a step holds 4 canvases"
-expect 1 "mem sampler, no KV pool" -- "$bin" mem sampler --mem-limit 34.2 --gpu-memory-utilization 0.75
-contains "mem sampler, no KV pool, says so" "holds no KV pool after 47.00 GiB of weights"
-expect 2 "mem sampler --code bad" -- "$bin" mem sampler --code half
-contains "mem sampler --code names its values" "--code: 'half' is not tiled or whole"
-expect 2 "mem sampler --gpu-memory-utilization 0" -- "$bin" mem sampler --gpu-memory-utilization 0
 expect 0 "mem plan" -- "$bin" mem plan --planner caching --tokens 2048 --softmax-copy 4
 contains "mem plan" "inflation"
 expect 0 "mem plan --json" -- "$bin" mem plan --planner first-fit --tokens 2048 --json
@@ -2083,24 +2051,6 @@ for p in $(sed -n 's/.*give it one of //p' "$tmp/out" | tr -d ','); do
         took=$((took + 1)) || bad "the hint names policy $p for Spiffy's drafts, which it refuses (on either model)"
 done
 [ "$took" -ge 10 ] && ok || bad "the hint for Spiffy's drafts names $took policies that take them"
-
-# the pricing chain: each run names the links that priced its steps (text, JSON, database), and only those
-pricing() { # pricing WANT WHAT SIM-OPTIONS...: the run's JSON and its summary line both say WANT
-    local want=$1 what=$2
-    shift 2
-    local got line
-    got=$("$bin" sim --requests 12 --quiet --json "$@" 2>/dev/null | sed -n 's/.*"pricing": *"\([^"]*\)".*/\1/p')
-    line=$("$bin" sim --requests 12 --no-progress "$@" 2>/dev/null | sed -n 's/^  priced by     //p')
-    [ "$got" = "$want" ] && [ "$line" = "$want" ] && ok || bad "$what: priced by '$got' (JSON), '$line' (text), wanted '$want'"
-}
-pricing "roofline" "the roofline alone"
-pricing "calibrated > clock" "a calibration at the card's clock" --cost calibrated --clock on
-pricing "calibrated > rounds" "SGLang's rounds" --system sglang
-pricing "roofline > host" "HERALD's host part over offloaded K/V" --policy herald --model sdar-8b
-pricing "roofline > drafter" "a diffusion drafter" --policy dflash
-"$bin" sim --requests 12 --quiet --db "$tmp/pricing.db" --cost calibrated --clock on >/dev/null 2>&1
-"$bin" db export "$tmp/pricing.db" runs --json 2>/dev/null | grep -q '"pricing": *"calibrated > clock"' && ok ||
-    bad "the database's summary row lacks the run's pricing chain"
 
 expect 0 "list calibrations" -- "$bin" list calibrations
 if [ "$(tail -n +2 "$tmp/out" | sed 's/^  //')" = "$(cd "$root/sim/data/calib" && LC_ALL=C ls -1 -- *.csv)" ]; then ok

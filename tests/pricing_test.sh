@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2015 # CHECK && ok || bad WHAT: ok and bad always succeed, so one of them runs
+# pricing_test.sh: how a run is priced, as a user meets it: the pricing chain's links a run names (its
+# summary, JSON and database), a runtime's rounds taken whole or their host work alone (FP8 weights: the
+# forwards as where no rounds were measured) and the interval's sources that follow, and vLLM's
+# DiffusionGemma sampler's memory (tessera mem sampler) against vLLM's tile rule, its peak by hand and
+# the profile run's activations as mem plan plans them.
+# Usage: pricing_test.sh PATH/TO/tessera    Prints "pricing: N passed, M failed".
+set -u
+bin=${1:?usage: pricing_test.sh PATH/TO/tessera}
+TEST=pricing
+source "$(dirname "$0")/lib_cli.sh"
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+# the pricing chain: each run names the links that priced its steps (text, JSON, database), and only those
+pricing() { # pricing WANT WHAT SIM-OPTIONS...: the run's JSON and its summary line both say WANT
+    local want=$1 what=$2
+    shift 2
+    local got line
+    got=$("$bin" sim --requests 12 --quiet --json "$@" 2>/dev/null | sed -n 's/.*"pricing": *"\([^"]*\)".*/\1/p')
+    line=$("$bin" sim --requests 12 --no-progress "$@" 2>/dev/null | sed -n 's/^  priced by     //p')
+    [ "$got" = "$want" ] && [ "$line" = "$want" ] && ok || bad "$what: priced by '$got' (JSON), '$line' (text), wanted '$want'"
+}
+pricing "roofline" "the roofline alone"
+pricing "calibrated > clock" "a calibration at the card's clock" --cost calibrated --clock on
+pricing "calibrated > rounds" "SGLang's rounds" --system sglang
+pricing "roofline > host" "HERALD's host part over offloaded K/V" --policy herald --model sdar-8b
+pricing "roofline > drafter" "a diffusion drafter" --policy dflash
+"$bin" sim --requests 12 --quiet --db "$tmp/pricing.db" --cost calibrated --clock on >/dev/null 2>&1
+"$bin" db export "$tmp/pricing.db" runs --json 2>/dev/null | grep -q '"pricing": *"calibrated > clock"' && ok ||
+    bad "the database's summary row lacks the run's pricing chain"
+
+# SGLang's rounds on the H200 (sim/data/rounds): bf16 weights, each step its round whole; FP8 weights,
+# which the rounds did not run, their host work between rounds alone, the forwards priced as where no
+# rounds were measured (a data folder without them), to the nanosecond; the interval draws the runtime's
+# spread for the first, the clock's and the roofline's for the second
+mkdir -p "$tmp/norounds"
+for e in "$root"/sim/data/*; do [ "$(basename "$e")" = rounds ] || ln -s "$e" "$tmp/norounds/"; done
+split_ops() { # split_ops JSON: "FORWARD-SECONDS HOST-SECONDS" of the run's op breakdown
+    python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["op_seconds"]; h = o.get("host", 0)
+print("%.9f %.9f" % (sum(o.values()) - h, h))' "$1"
+}
+for w in bf16 fp8; do
+    for d in "$root/sim/data" "$tmp/norounds"; do
+        "$bin" sim --system sglang --cost roofline --weights "$w" --extrapolate --requests 20 --datadir "$d" --quiet \
+            --json >"$tmp/r-$w-$(basename "$d").json" 2>/dev/null || bad "sglang $w over $d did not run"
+    done
+done
+read -r f8 h8 <<<"$(split_ops "$tmp/r-fp8-data.json")"
+read -r f8n h8n <<<"$(split_ops "$tmp/r-fp8-norounds.json")"
+read -r f16 h16 <<<"$(split_ops "$tmp/r-bf16-data.json")"
+[ "$f8" = "$f8n" ] && awk -v a="$h8" -v b="$h8n" 'BEGIN { exit !(a > 10 * b) }' && ok ||
+    bad "FP8 weights on the H200's own rounds: forwards $f8 s against $f8n s without rounds, host $h8 s against $h8n s"
+awk -v a="$f16" -v b="$f8" 'BEGIN { exit !(a != b) }' && ok || bad "bf16 weights: the rounds' forwards ($f16 s) not taken whole"
+grep -q '"pricing": *"roofline > rounds"' "$tmp/r-fp8-data.json" && ok || bad "FP8 on rounds: not priced by roofline > rounds"
+for w in bf16 fp8; do
+    "$bin" sim --system sglang --cost roofline --weights "$w" --extrapolate --requests 40 --interval 90 --quiet \
+        --json >"$tmp/iv-$w.json" 2>/dev/null || bad "sglang $w --interval did not run"
+done
+python3 - "$tmp/iv-bf16.json" "$tmp/iv-fp8.json" <<'PY' && ok || bad "the interval's sources do not follow how the rounds price the run"
+import json, sys
+names = lambda p: set(json.load(open(p))["interval"]["sources"])
+whole, host = names(sys.argv[1]), names(sys.argv[2])
+assert {"runtime-run", "runtime-machine"} <= whole and not {"clock", "roofline"} & whole, whole
+assert {"clock", "roofline"} <= host and not {"runtime-run", "runtime-machine"} & host, host
+PY
+
+# vLLM's DiffusionGemma sampler: an H200 at utilization 0.9 keeps 14.04 GiB outside its budget, 1 held, and
+# the profile run's activations free at a step; whole, n canvases take n GiB (0.25 of fp32 logits and 3
+# copies of them): the most is what is available, rounded down; tiled, 32 fit
+expect 0 "mem sampler, whole" -- "$bin" mem sampler --max-num-seqs 32 --code whole
+contains "mem sampler, whole, runs out" "--max-num-seqs 32 runs out of memory at its first full batch"
+avail=$(awk '$1 == 32 { print $6 }' "$tmp/out")
+holds=$(sed -n 's/.*a step holds \([0-9]*\) canvas.*/\1/p' "$tmp/out")
+[ -n "$avail" ] && [ "$holds" = "$(awk -v a="$avail" 'BEGIN { print int(a) }')" ] && ok ||
+    bad "mem sampler, whole: holds $holds canvases with $avail GiB available (n GiB at n canvases)"
+expect 0 "mem sampler, tiled" -- "$bin" mem sampler --max-num-seqs 32
+contains "mem sampler, tiled, fits" "--max-num-seqs 32 fits"
+"$bin" mem sampler --max-num-seqs 32 --json >"$tmp/sampler.json" 2>&1
+python3 - "$tmp/sampler.json" <<'PY' && ok || bad "mem sampler --json: a step's rows do not follow vLLM's tile rule or its peak"
+import json, sys
+o = json.load(open(sys.argv[1]))
+canvas = o["canvas"] * 262144
+for s in o["steps"]:
+    n, g = s["canvases"], s["group"]
+    assert g == max(1, min(n, int(0.5 * s["free_bytes"]) // (canvas * 40))), s
+    assert s["transient_bytes"] == 3 * 4 * g * canvas, s
+    assert s["need_bytes"] == max(6 * n * canvas, 4 * n * canvas + s["transient_bytes"]), s
+    assert s["oom"] == (s["need_bytes"] > s["available_bytes"]), s
+assert o["holds"] == 32 and o["code"] == "tiled", o
+PY
+expect 0 "mem sampler, more copies" -- "$bin" mem sampler --mem-limit 34.2 --weights-gib 17 --gpu-memory-utilization 0.75 \
+    --code whole --copies 6
+contains "mem sampler, more copies hold fewer" "a step holds 4 canvases"
+expect 1 "mem sampler, no KV pool" -- "$bin" mem sampler --mem-limit 34.2 --gpu-memory-utilization 0.75
+contains "mem sampler, no KV pool, says so" "holds no KV pool after 47.00 GiB of weights"
+expect 2 "mem sampler --code bad" -- "$bin" mem sampler --code half
+contains "mem sampler --code names its values" "--code: 'half' is not tiled or whole"
+expect 2 "mem sampler --gpu-memory-utilization 0" -- "$bin" mem sampler --gpu-memory-utilization 0
+# the profile run's activations the sampler finds free: what mem plan plans for that forward (8192 tokens,
+# a logit row a sequence) with PyTorch's caching allocator
+"$bin" mem sampler --max-num-seqs 8 --json >"$tmp/s8.json" 2>&1
+"$bin" mem plan --model diffusion-gemma --planner caching --tokens 8192 --logit-rows 8 --json >"$tmp/p8.json" 2>&1
+python3 - "$tmp/s8.json" "$tmp/p8.json" <<'PY' && ok || bad "mem sampler's profile run is not mem plan's forward"
+import json, sys
+s, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert s["slack_bytes"] == p["peak_bytes"], (s["slack_bytes"], p["peak_bytes"])
+PY
+
+finish
