@@ -48,7 +48,7 @@ for w in bf16 fp8; do
 done
 read -r f8 h8 <<<"$(split_ops "$tmp/r-fp8-data.json")"
 read -r f8n h8n <<<"$(split_ops "$tmp/r-fp8-norounds.json")"
-read -r f16 h16 <<<"$(split_ops "$tmp/r-bf16-data.json")"
+read -r f16 _ <<<"$(split_ops "$tmp/r-bf16-data.json")"
 [ "$f8" = "$f8n" ] && awk -v a="$h8" -v b="$h8n" 'BEGIN { exit !(a > 10 * b) }' && ok ||
     bad "FP8 weights on the H200's own rounds: forwards $f8 s against $f8n s without rounds, host $h8 s against $h8n s"
 awk -v a="$f16" -v b="$f8" 'BEGIN { exit !(a != b) }' && ok || bad "bf16 weights: the rounds' forwards ($f16 s) not taken whole"
