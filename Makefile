@@ -248,7 +248,8 @@ check-records: $(BUILD)/tessera
 check-soak: $(BUILD)/tessera
 	@bash tests/soak_test.sh $(CURDIR)/$(BUILD)/tessera
 
-# planted bugs the suites must catch (tests/mutate.sh: one line a mutation, none may survive; JOBS=N)
+# planted bugs the suites must catch (tests/SUITE.mutants, a line a planted bug, none may survive; JOBS=N,
+# RECORD=1 writes down the test that killed each, CHANGED=REV RECORDED=1 what make check runs)
 mutate: $(BUILD)/libtessera.a
 	@BUILD=$(BUILD) bash tests/mutate.sh
 

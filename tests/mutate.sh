@@ -163,7 +163,8 @@ suites_used=""
 for i in "${picked[@]}"; do
     IFS='|' read -r _ file _ _ suites killer <<<"${mutations[$i]}"
     [ -n "${cc[$file]:-}" ] || cc[$file]=$(mk print-cc FILE="$file") || exit 1
-    suites_used+=" $suites ${killer%%:*}"
+    [[ $killer == hostile:* || $killer == sh:* ]] || killer=${killer%%:*} # (a Check suite's, its test case dropped)
+    suites_used+=" $suites $killer"
 done
 # shellcheck disable=SC2086 # the suites named, a word each
 for s in test_util $(printf '%s\n' $suites_used | grep -v '^hostile:\|^sh:\|^build$' | sort -u); do
