@@ -7,7 +7,6 @@
 
 #include "clock.h"
 #include "rounds.h"
-#include "sim_internal.h"
 
 /* --- back end: the roofline or the calibration --------------------------------------------------- */
 
@@ -155,6 +154,13 @@ static int price_live(struct sim *s, struct step_price *p)
 
 enum { LINK_ROOFLINE, LINK_CALIBRATED, LINK_ROUNDS, LINK_DRAFTER, LINK_CLOCK, LINK_HOST, LINK_LIVE, LINK_COUNT };
 
+/* A link: prices the step s->sd into *p; 1 where it changed the price, 0 where it left this step
+ * alone, -1 with s->run_err where the step cannot be priced. */
+struct pricer {
+    const char *name;
+    int (*price)(struct sim *s, struct step_price *p);
+};
+
 static const struct pricer links[LINK_COUNT] = {
     [LINK_ROOFLINE] = {"roofline", price_backend}, [LINK_CALIBRATED] = {"calibrated", price_backend},
     [LINK_ROUNDS] = {"rounds", price_rounds},       [LINK_DRAFTER] = {"drafter", price_drafter},
@@ -181,7 +187,7 @@ void pricing_resolve(struct sim *s)
             s->pricer_link[s->num_pricers++] = k;
 }
 
-int pricing_step(struct sim *s, struct step_price *p)
+static int pricing_step(struct sim *s, struct step_price *p)
 {
     *p = (struct step_price){0};
     for (int i = 0; i < s->num_pricers; i++) {
@@ -205,13 +211,15 @@ static double step_joules(const struct sim *s, const struct cost_breakdown *rb, 
     return sim_gpus(s) * secs * (s->gpu.idle_w + (s->gpu.tdp_w - s->gpu.idle_w) * share);
 }
 
-double pricing_joules(const struct sim *s, const struct step_price *p)
+static double pricing_joules(const struct sim *s, const struct step_price *p)
 {
     if (!p->host_idles)
         return step_joules(s, &p->work, p->secs);
     const double idle = TS_MIN(p->bd.op_s[OP_HOST], p->secs); /* (at the cards' idle draw) */
     return step_joules(s, &p->work, p->secs - idle) + sim_gpus(s) * idle * s->gpu.idle_w;
 }
+
+const struct sim_pricing pricing_ops = {pricing_step, pricing_joules};
 
 const char *sim_pricing_text(uint32_t priced, char *buf, size_t len)
 {

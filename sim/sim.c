@@ -342,7 +342,7 @@ static void start_step(struct sim *s)
         lazy_chunk(s, s->act_reserved > 0 && s->sched->budgeted ? TS_MIN(left, s->act_reserved) : left);
     }
     struct step_price p;
-    if (pricing_step(s, &p)) {
+    if (s->pricing->step(s, &p)) {
         s->failed = true;
         return;
     }
@@ -351,7 +351,7 @@ static void start_step(struct sim *s)
     s->sum.ops.total_s += p.bd.total_s;
     s->sum.steps_beyond += p.bd.beyond;
     s->sum.busy_s += p.secs;
-    s->sum.busy_energy_j += pricing_joules(s, &p);
+    s->sum.busy_energy_j += s->pricing->joules(s, &p);
     int64_t dur = llround(p.secs * 1e9) + s->step_extra_ns;
     if (dur < 1)
         dur = 1;

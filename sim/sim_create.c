@@ -6,6 +6,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "sim_internal.h"
+#include "pricing.h"
 
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -191,6 +192,7 @@ static int load_pricing(struct sim *s, struct ts_err *err)
                                                            * another card's, their host's time is not the card's) */
     }
     pricing_resolve(s);
+    s->pricing = &pricing_ops;
     return 0;
 }
 

@@ -1,6 +1,6 @@
 /*
  * sim_internal.h: the simulator's state as schedulers see it. Only the event loop's files (sim.c,
- * sim_create.c, sim_requests.c, pricing.c), the schedulers and the tests include it (check_layers); the database
+ * sim_create.c, sim_requests.c), the pricing chain (pricing.c), the schedulers and the tests include it (check_layers); the database
  * writer reads a run through sim_record.h.
  */
 #ifndef TESSERA_SIM_INTERNAL_H
@@ -21,7 +21,6 @@
 #include "planner.h"
 #include "model.h"
 #include "policy.h"
-#include "pricing.h"
 #include "prompt_cache.h"
 #include "request.h"
 #include "rounds.h"
@@ -30,6 +29,29 @@
 #include "step_desc.h"
 #include "sim_record.h"
 #include "trace.h"
+
+/* A step's price as it goes down the chain. */
+struct step_price {
+    double secs;                /* the step's seconds so far */
+    struct cost_breakdown bd;   /* by op: the back end's, the rounds' and the drafter's (the summary's
+                                 * shares); the clock, the host and live change secs alone */
+    struct cost_breakdown work; /* the roofline's work (flops, compute_s, memory_s): the clock's load and
+                                 * the energy's mix */
+    bool host_idles;            /* the GPU idles through bd's OP_HOST seconds (a runtime's host work
+                                 * between rounds, where the step was priced, not measured) */
+    double host_s;              /* the host's part over offloaded K/V, as priced (0: none) */
+};
+
+#define PRICERS_MAX 8
+
+
+/* How the event loop prices a step (pricing.h: the chain's links; set at create, as the scheduler is):
+ * the step s->sd down the chain into *p (0, or -1 with s->run_err), and its energy on the run's GPUs. */
+struct sim;
+struct sim_pricing {
+    int (*step)(struct sim *s, struct step_price *p);
+    double (*joules)(const struct sim *s, const struct step_price *p);
+};
 
 /* Requests a chunk holds; a run's distinct reject reasons, at most (a request's row: sim_record.h). */
 #define SIM_REQ_CHUNK 4096
@@ -156,6 +178,7 @@ struct sim {
     double progress_next_s, progress_t0; /* the progress line: its next update, and its first (wall s) */
     /* the pricing chain (pricing_resolve): its links' rows in pricing.c, and what the step is of its
      * round, as a scheduler of rounds says (rounds.h) */
+    const struct sim_pricing *pricing;
     int pricer_link[PRICERS_MAX];
     int num_pricers;
     struct round_step round;
