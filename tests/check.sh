@@ -5,10 +5,10 @@
 #     A: the Check suites (one a module, golden scenarios among them), the layering and
 #        function-length checks, shellcheck over the scripts (shellcheck_test.sh), no SQL text from
 #        data in the scripts (sql_text_test.sh), hostile inputs (tests/hostile/), the rules every
-#        command keeps (rules_test.sh) and the planted bugs of the files changed against the branch it
-#        started from, each against the test recorded as killing it (mutate.sh CHANGED= RECORDED=1);
-#     B: the database's reliability (db_test.sh), --interval's sources and levels (interval_test.sh),
-#        README's commands, the command line (cli_test.sh), tessera plan's (plan_test.sh), a diffusion
+#        command keeps (rules_test.sh), --interval's sources and levels (interval_test.sh) and the
+#        planted bugs of the files changed against the branch it started from, each against the test
+#        recorded as killing it (mutate.sh CHANGED= RECORDED=1);
+#     B: the database's reliability (db_test.sh), README's commands, the command line (cli_test.sh), tessera plan's (plan_test.sh), a diffusion
 #        drafter's (spec_test.sh), how a run is priced (pricing_test.sh) and the papers' figures cli_test
 #        drew (figures_test.sh).
 #   full (make check-full): what the fast door leaves out: the suites again under AddressSanitizer +
@@ -80,7 +80,6 @@ asan() {
 (
     if [ "$door" = fast ]; then
         part db bash "$here/db_test.sh" "$bin" 20
-        part interval bash "$here/interval_test.sh" "$bin"
         part readme bash "$here/readme_test.sh" "$bin"
         # (the papers' figures: those cli_test's exp run papers --quick drew)
         PAPERS_OUT=$logs/papers part cli bash "$here/cli_test.sh" "$bin"
@@ -104,7 +103,7 @@ lane_b=$!
 ticker=$!
 
 if [ "$door" = fast ]; then
-    echo "check: lane A: the unit suites, layers, functions, shellcheck, sql text, hostile, rules, the changed files' planted bugs; lane B: db, interval, readme, cli, plan, spec, pricing, figures"
+    echo "check: lane A: the unit suites, layers, functions, shellcheck, sql text, hostile, rules, interval, the changed files' planted bugs; lane B: db, readme, cli, plan, spec, pricing, figures"
     part unit suites_run "${suites[@]}"
     BUILD=$build part layers bash "$here/check_layers.sh"
     part functions bash "$here/check_functions.sh"
@@ -112,6 +111,7 @@ if [ "$door" = fast ]; then
     part sql-text bash "$here/sql_text_test.sh"
     part hostile bash "$here/hostile/hostile_test.sh" "$bin"
     part rules bash "$here/rules_test.sh" "$bin"
+    part interval bash "$here/interval_test.sh" "$bin"
     # the planted bugs of the files this tree changes against the branch it started from (MUTATE_BASE,
     # else the branch's upstream, else HEAD: the working tree's own changes; a fresh clone: none), each
     # run against the test recorded as killing it
