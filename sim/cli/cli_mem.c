@@ -75,7 +75,7 @@ static void mem_usage(FILE *f)
 }
 
 struct mem_args {
-    const char *model, *gpu, *planner;
+    const char *model, *gpu, *planner; /* model NULL: the subcommand's default */
     int64_t tokens, logit_rows;
     double mask_ratio, budget_gib, reserve_gib, mem_limit_gb, margin_mib; /* margin_mib < 0: the default */
     int32_t max_num_logits, ffn_chunks, softmax_copy, layers, ilp_tensors;
@@ -110,7 +110,7 @@ static int parse(int argc, char **argv, struct mem_args *a)
         {"max-num-batched-tokens", required_argument, 0, 'B'}, {"outside-gib", required_argument, 0, 'o'},
         {"weights-gib", required_argument, 0, 'W'}, {"copies", required_argument, 0, 'k'},
         {"code", required_argument, 0, 'K'}, {0, 0, 0, 0}};
-    *a = (struct mem_args){.model = "llada-8b", .gpu = "h200", .planner = "first-fit", .tokens = 4096,
+    *a = (struct mem_args){.gpu = "h200", .planner = "first-fit", .tokens = 4096,
                            .logit_rows = -1, .mask_ratio = -1, .budget_gib = 0, .reserve_gib = 1.0,
                            .margin_mib = -1,
                            .ffn_chunks = 1, .layers = 1, .seed = 1, .canvas = 256, .max_num_seqs = 8,
@@ -195,7 +195,7 @@ static int cmd_plan(const struct mem_args *a)
     struct model_cfg m;
     const struct planner_ops *p;
     struct ts_err err;
-    if (model_resolve(a->model, &m, &err) || planner_resolve(a->planner, &p, &err)) {
+    if (model_resolve(a->model ? a->model : "llada-8b", &m, &err) || planner_resolve(a->planner, &p, &err)) {
         fprintf(stderr, "tessera mem plan: %s\n", err.msg);
         return EXIT_USAGE;
     }
@@ -387,7 +387,7 @@ static int cmd_lmax(const struct mem_args *a)
     struct ts_err err;
     struct gpu_table *t = gpu_table_create();
     struct gpu_spec gpu;
-    int rc = model_resolve(a->model, &m, &err) || planner_resolve(a->planner, &p, &err) ||
+    int rc = model_resolve(a->model ? a->model : "llada-8b", &m, &err) || planner_resolve(a->planner, &p, &err) ||
              gpu_lookup(t, a->gpu, &gpu, &err);
     gpu_table_destroy(t);
     if (rc) {
@@ -443,22 +443,13 @@ static int cmd_lmax(const struct mem_args *a)
     return 0;
 }
 
-/* Whether option name was given among argv's */
-static bool given(int argc, char **argv, const char *name)
-{
-    for (int i = 1; i < argc; i++)
-        if (strncmp(argv[i], name, strlen(name)) == 0 && (argv[i][strlen(name)] == '\0' || argv[i][strlen(name)] == '='))
-            return true;
-    return false;
-}
-
 /* vLLM's DiffusionGemma sampler at a step of each count of canvases (sampler_mem.h). */
-static int cmd_sampler(const struct mem_args *a, int argc, char **argv)
+static int cmd_sampler(const struct mem_args *a)
 {
     struct model_cfg m;
     struct gpu_spec g = {0};
     struct ts_err err;
-    const char *model = given(argc, argv, "--model") ? a->model : "diffusion-gemma";
+    const char *model = a->model ? a->model : "diffusion-gemma";
     struct gpu_table *gt = gpu_table_create();
     const int bad = model_resolve(model, &m, &err) || (a->mem_limit_gb <= 0 && gpu_lookup(gt, a->gpu, &g, &err));
     gpu_table_destroy(gt);
@@ -546,7 +537,7 @@ int cli_mem(int argc, char **argv)
     if (strcmp(argv[1], "lmax") == 0)
         return cmd_lmax(&a);
     if (strcmp(argv[1], "sampler") == 0)
-        return cmd_sampler(&a, argc - 1, argv + 1);
+        return cmd_sampler(&a);
     fprintf(stderr, "tessera mem: unknown subcommand '%s' (plan, lmax, sampler)\n", argv[1]);
     return EXIT_USAGE;
 }
