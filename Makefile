@@ -64,7 +64,7 @@ INC_SIM := $(INC_CORE) -Itraces -Isim $(SIM_ROOMS:%=-Isim/%)
 ENGINE_ROOMS := gpu ext
 INC_ENGINE := $(INC_CORE) -Iengine $(ENGINE_ROOMS:%=-Iengine/%) -Ikernels
 INC_KERNELS := $(INC_CORE) -Ikernels
-INC_TOP := $(INC_SIM) -Isim/cli -Iengine -Iengine/gpu -Iengine/harness -Ikernels
+INC_TOP := $(INC_SIM) -Isim/cli -Iengine -Iengine/gpu -Iengine/ext -Iengine/harness -Ikernels
 # the command line and the harness stand on every floor
 CLI_SRC := $(wildcard sim/cli/*.c)
 TOP_SRC := $(CLI_SRC) $(wildcard engine/harness/*.c)

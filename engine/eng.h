@@ -76,18 +76,9 @@ struct eng_opts {
     bool trace_selection;  /* keep every layer's kept keys of a step's sparse selections, for
                             * eng_selection, and its picked rows, for eng_picks (checks: the
                             * reference then keeps and picks the same) */
-    int32_t credit_rows;   /* credit decoding (eng_credit_next): the credit rows the engine keeps (a
-                            * generation's requests x block positions); 0: none */
-    int32_t smooth_rows;   /* IterSmooth (eng_smooth_next): the soft-embedding rows the engine keeps
-                            * (a generation's requests x response positions); 0: none (a step with
-                            * iter_smooth then computes them and keeps none) */
-    int32_t drift_positions, drift_requests; /* Elastic-Cache's drift test (eng_drift_next): the
-                            * positions a request holds at most (prompt and response) and the
-                            * requests; 0: none. One GPU */
-    int32_t rollout_positions, rollout_requests; /* d2Cache's attention rollout (eng_rollout_next): the
-                            * positions a request holds at most and the requests; 0: none. One GPU */
-    int32_t sparsed_positions, sparsed_requests; /* SparseD's patterns (eng_sparsed_next): the positions a
-                            * request holds at most and the requests; 0: none. One GPU */
+    struct eng_ext_room room[EXT_ENGINE_IDS]; /* the room each extension keeps (eng_ext_decl.h; its
+                            * entry points in engine/ext/ext_NAME.h): requests x positions, 0 requests
+                            * (the default) off */
     struct eng_ext_params ext; /* what the policy's parameters set in them (its ext_params: SparseD's
                             * block and select) */
     bool top2_gap;         /* each logit row's gap between its two largest logits too (eng_out.gap:
@@ -211,62 +202,6 @@ void eng_set_tokens(struct eng *e, const struct eng_tokens *t);
  * the kernel's GPU time. */
 int eng_unmask(struct eng *e, const struct unmask_rule *u, const int32_t *groups, int32_t n, const int32_t *masked,
                const float *tau, int32_t *commit, int32_t *count, float *ms, struct ts_err *err);
-/* Credit decoding (eng_opts.credit_rows > 0; eng_unmask.h): the next eng_step fuses its R logit rows
- * with their credits in the LM head (k_credit_fuse), row r with credit row state[r] (-1: none) under
- * flags[r] (CREDIT_MASKED, _DECAY, _CLEAR), by u's alpha, beta and gamma, so that its argmax and
- * confidence (eng_out, eng_unmask) are the fused logits'. The credits that step leaves (those of
- * rows it does not name as they were) become the current ones once it returns (a step run again
- * for its GEMMs' warm-up reads the same ones). */
-int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *state, const int32_t *flags, int32_t R,
-                    struct ts_err *err);
-/* dInfer's IterSmooth. A step with sd->iter_smooth turns each LM-head chunk's logits into
- * probabilities and multiplies them by the embedding matrix (the LM head's GEMM transposed); after
- * eng_smooth_next the next such step keeps logit row r's product as soft-embedding row slot[r] (-1:
- * none; at most eng_opts.smooth_rows), as the current ones once it returns (a step run again for its
- * GEMMs' warm-up reads the same). A step embeds, at each row that eng_tokens.soft names, the token's
- * embedding plus the weight times that current soft row (plain steps: no per-layer rows, no
- * eviction; one GPU). */
-int eng_smooth_next(struct eng *e, const int32_t *slot, int32_t R, struct ts_err *err);
-/* Elastic-Cache's drift test (kernels.h k_drift), measured in every layer of the next step: each
- * entry names a segment of the step that runs all N positions of request req (<
- * eng_opts.drift_requests; N <= drift_positions), position p at the segment's row rowmap[p], nwin
- * window positions then ntrack tracked ones (sel), which positions may be tracked (eligible [N])
- * and which rows Elastic-Cache's step computes (queried [N]: all at a request's first), with gamma
- * its drift bound. The engine keeps each request's queries and keys as Elastic-Cache's cache would
- * hold them (a step run again for its GEMMs' warm-up reads the same). eng_drift_out after the step:
- * entry i's tracked token and similarity at layer L, track[i * layers + L] and sim[...] (NaN
- * without tracked tokens). */
-struct eng_drift_req {
-    int32_t seg, req, N, nwin, ntrack;
-    const int32_t *sel, *rowmap;
-    const uint8_t *eligible, *queried;
-    float gamma;
-};
-int eng_drift_next(struct eng *e, const struct eng_drift_req *r, int32_t n, struct ts_err *err);
-int eng_drift_out(struct eng *e, int32_t *track, float *sim, struct ts_err *err);
-/* SparseD's patterns (kernels.h k_sparsed_pattern). Each entry names a segment of the next step
- * that runs every position of its request (N rows over no cached keys), the request's slot (<
- * eng_opts.sparsed_requests; N <= sparsed_positions) and its prompt's length (pass 2 scores the key
- * blocks from min(ceil(prompt / block), the last) on). build: the step's attention is dense and each
- * layer builds the slot's pattern from its own queries and keys; else the segment attends by the
- * slot's pattern, built over as many positions. A step run again for its GEMMs' warm-up does the
- * same. eng_sparsed_pattern: slot req's kept blocks, [layers][H][nb][nb] 0 or 1 into keep (nb =
- * ceil(N / block), into *nb), -1 where none is built. */
-struct eng_sparsed_req {
-    int32_t seg, req, prompt;
-    bool build;
-};
-int eng_sparsed_next(struct eng *e, const struct eng_sparsed_req *r, int32_t n, struct ts_err *err);
-int eng_sparsed_pattern(struct eng *e, int32_t req, uint8_t *keep, int32_t *nb, struct ts_err *err);
-/* d2Cache's attention rollout (kernels.h k_rollout_layer), measured over every layer of the next step:
- * each of the n entries (n <= eng_opts.rollout_requests) names a segment of the step that runs N rows
- * (N <= rollout_positions) over no cached keys, every position of its request. eng_rollout_out after
- * the step: entry i's importance of its segment's row k, importance[i * rollout_positions + k]. */
-struct eng_rollout_req {
-    int32_t seg, N;
-};
-int eng_rollout_next(struct eng *e, const struct eng_rollout_req *r, int32_t n, struct ts_err *err);
-int eng_rollout_out(struct eng *e, float *importance, struct ts_err *err);
 /* Captures one step into a CUDA graph (executing it once); eng_graph_replay() then reruns the
  * identical step at least n times and for at least ENG_TIMED_S and gives the median milliseconds
  * per step, after warm-up replays for at least eng_opts.warm_s (the step is timed at the clock its
@@ -294,8 +229,6 @@ int eng_picks(struct eng *e, int32_t *dst, int64_t n, int *max_probe, struct ts_
 int eng_routes(struct eng *e, int32_t *dst, int64_t n, int64_t *stride, struct ts_err *err);
 /* Copies the final normalised hidden rows of the last step ([R, hidden] as fp32) to dst. */
 int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err);
-/* IterSmooth's soft rows first .. first + n - 1 (eng_smooth_next), widened, into dst [n, hidden]. */
-int eng_soft_rows(struct eng *e, float *dst, int32_t first, int32_t n, struct ts_err *err);
 /* The kept keys of the last step's sparse selections (eng_opts.trace_selection on):
  * [layers][selecting segments][sets][max_keep] int32 into dst (room for n), sets = the K/V heads
  * for per-head selection, else 1; *max_keep gets the row length. */

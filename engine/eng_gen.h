@@ -30,6 +30,8 @@
 #include "eng.h"
 #include "eng_plan.h"
 #include "eng_unmask.h"
+#include "ext_drift.h"
+#include "ext_rollout.h"
 #include "policy_drive.h"
 #include "step_desc.h"
 #include "util.h"
@@ -212,7 +214,7 @@ void gen_focus_cands(const struct step_desc *sd, const int32_t *picks, int max_p
 /* Credit decoding (eng_credit_next): each of sd's logit rows' credit row (request x block + row:
  * a position's credits live while its block runs) and flags, into state and flags. */
 void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *state, int32_t *flags);
-/* IterSmooth (c.smooth.on). gen_soft_rows: the soft rows a generation keeps (eng_opts.smooth_rows:
+/* IterSmooth (c.smooth.on). gen_soft_rows: the soft rows a generation keeps (eng_opts.room[EXT_SMOOTH]:
  * request x response position); gen_smooth_rows: each of sd's logit rows' soft row (eng_smooth_next:
  * request i's response offset o is row i gen_len + o; -1 in the prompt); gen_smooth_taus: each
  * unmask group's threshold (eng_unmask's tau) for decoder threshold tau; gen_smooth_keep: before

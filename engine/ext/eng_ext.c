@@ -1,8 +1,9 @@
 /*
  * eng_ext.c: the extension table and its dispatch (eng_ext.h). Adding an extension: its file
- * ext_NAME.c defining `const struct eng_ext ext_NAME`, its declaration in sim/core/eng_ext_decl.c,
- * and one line below. The order of the rows is the order of their hooks: IterSmooth keeps the plain
- * rows' max and confidence before credit decoding fuses its rows into them.
+ * ext_NAME.c defining `const struct eng_ext ext_NAME` (its entry points declared in ext_NAME.h), its
+ * declaration and id in sim/core/eng_ext_decl.c and .h, and one line below. The order of the rows is
+ * the order of their hooks: IterSmooth keeps the plain rows' max and confidence before credit
+ * decoding fuses its rows into them.
  */
 #include "eng_ext.h"
 
@@ -22,22 +23,30 @@ const struct eng_ext *const eng_exts[] = {
 const int eng_num_exts = (int)TS_ARRAY_LEN(eng_exts);
 _Static_assert(TS_ARRAY_LEN(eng_exts) <= ENG_EXT_MAX, "the table outgrows struct eng's ext[]");
 
-/* What extension x does, by its declaration. */
-static const char *what(const struct eng_ext *x)
+/* Extension x's declaration. */
+static const struct eng_ext_decl *decl(const struct eng_ext *x)
 {
-    const struct eng_ext_decl *d = eng_ext_decl_find(x->name);
-    TS_ASSERTF(d, "the engine's extension %s has no declaration (sim/core/eng_ext_decl.c)", x->name);
-    return d->what;
+    const struct eng_ext_decl *d = eng_ext_decl_get((int)x->id);
+    TS_ASSERTF(d && x->id < EXT_ENGINE_IDS, "the engine's extension %d has no declaration (sim/core/eng_ext_decl.c)",
+               (int)x->id);
+    return d;
 }
 
 int eng_exts_refused(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err)
 {
     for (int i = 0; i < eng_num_exts; i++) {
         const struct eng_ext *x = eng_exts[i];
+        const struct eng_ext_room r = o->room[x->id];
+        if (r.requests < 0 || r.positions < 0 || (r.requests > 0) != (r.positions > 0))
+            return ts_fail(err, "engine: the extension %s (%s): room for %d requests of %d positions (both 0, or both "
+                                "positive)", decl(x)->name, decl(x)->what, r.requests, r.positions);
+        if (r.requests == 0)
+            continue;
+        if (x->one_gpu && (o->tp_size > 1 || o->stateless))
+            return ts_fail(err, "engine: the extension %s (%s) runs on one GPU, over the KV pool", decl(x)->name,
+                           decl(x)->what);
         if (x->refused && x->refused(m, o, err))
             return -1;
-        if (x->one_gpu && x->on && x->on(o) && (o->tp_size > 1 || o->stateless))
-            return ts_fail(err, "engine: the extension %s (%s) runs on one GPU, over the KV pool", x->name, what(x));
     }
     return 0;
 }
@@ -53,7 +62,7 @@ int64_t eng_exts_reserve(const struct eng *e)
 int eng_exts_create(struct eng *e, struct ts_err *err)
 {
     for (int i = 0; i < eng_num_exts; i++) {
-        (void)what(eng_exts[i]); /* (every row declared) */
+        (void)decl(eng_exts[i]); /* (every row declared) */
         e->ext_row[i] = eng_exts[i];
         e->ext[i] = xcalloc(1, eng_exts[i]->state_bytes ? eng_exts[i]->state_bytes : 1);
         if (eng_exts[i]->create && eng_exts[i]->create(e, e->ext[i], err))
@@ -78,7 +87,7 @@ int eng_exts_refuse_step(const struct eng *e, const struct step_desc *sd, bool s
         const struct eng_ext *x = eng_exts[i];
         if (split && x->pending && x->pending(e->ext[i]))
             return ts_fail(err, "step refused: the extension %s (%s) runs in steps whose rows are the same in every "
-                                "layer (no feature cache, front shapes or eviction)", x->name, what(x));
+                                "layer (no feature cache, front shapes or eviction)", decl(x)->name, decl(x)->what);
         if (x->refuse_step && x->refuse_step(e, e->ext[i], sd, split, err))
             return -1;
     }

@@ -1,12 +1,12 @@
 /*
  * eng_ext.h: the engine's extensions (the room engine/ext/): a mechanism that adds work of its own to
  * a step, beside the forward every policy's steps run. One file an extension (ext_NAME.c: its state,
- * its hooks and its entry points, declared in eng.h) and one row of the table (eng_ext.c); the forward
+ * its hooks and its entry points, declared in ext_NAME.h) and one row of the table (eng_ext.c); the forward
  * (engine/gpu/) calls each row's hooks at fixed points, in the table's order, and names no mechanism.
  *
  * The points, in the order of a step:
- *   refused       at eng_create: the options the extension takes, checked (0, or the message), then
- *                 one_gpu's demand;
+ *   refused       at eng_create, the extension on: the options it takes, checked (0, or the message),
+ *                 after the table has checked its room (both 0, or both positive) and one_gpu's demand;
  *   reserve       at eng_create: device bytes it holds, taken from the KV pool's budget;
  *   create        at eng_create: its state (state_bytes, zeroed) and buffers; destroy frees them;
  *   refuse_step   before a step is planned: pending's demand, then 0 or why the step cannot run
@@ -39,13 +39,13 @@ struct eng_chunk {
 };
 
 struct eng_ext {
-    const char *name;   /* as sim/core/eng_ext_decl.h declares it (what it does: the declaration's) */
+    enum eng_ext_id id; /* its declaration (sim/core/eng_ext_decl.h: its name, what it does) and its room,
+                         * eng_opts.room[id]: on where that names requests */
     size_t state_bytes; /* its state, zeroed at creation (e->ext[i]) */
     /* What it asks of the engine and its steps, checked by the table for it: with one_gpu, an engine
-     * made with it (on) runs on one GPU over the KV pool (no tensor parallelism, not stateless); with
+     * made with it on runs on one GPU over the KV pool (no tensor parallelism, not stateless); with
      * pending, a step it has work in (its entry points set) has the same rows in every layer (no
      * feature cache, front shapes or eviction). */
-    bool (*on)(const struct eng_opts *o);
     bool one_gpu;
     bool (*pending)(const void *st);
     int (*refused)(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err);

@@ -4,6 +4,8 @@
  * step's argmax and confidence (eng_out, eng_unmask) are the fused logits'.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "ext_credit.h"
+
 #include "eng_ext.h"
 
 #include <string.h>
@@ -25,11 +27,17 @@ struct credit {
 
 extern const struct eng_ext ext_credit;
 
+/* The credit rows the engine keeps: its room's requests x block positions. */
+static int32_t credit_rows(const struct eng *e)
+{
+    return e->o.room[EXT_CREDIT].requests * e->o.room[EXT_CREDIT].positions;
+}
+
 /* Credit decoding's rows, twice (current and next), empty; the next step's row map. */
 static int credit_create(struct eng *e, void *st, struct ts_err *err)
 {
     struct credit *x = st;
-    const int64_t S = e->o.credit_rows;
+    const int64_t S = credit_rows(e);
     if (S <= 0)
         return 0;
     for (int b = 0; b < 2; b++) {
@@ -91,19 +99,19 @@ int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *s
 {
     struct credit *x = eng_ext_state(e, &ext_credit);
     const int32_t T = e->o.max_tokens;
-    if (eng_ext_rows_check(e, "credit decoding", "credit", "credit_rows", e->o.credit_rows, R, err))
+    if (eng_ext_rows_check(e, "credit decoding", "credit", credit_rows(e), R, err))
         return -1;
     for (int32_t r = 0; r < R; r++)
-        if (state[r] >= e->o.credit_rows || state[r] < -1 || flags[r] & ~7)
+        if (state[r] >= credit_rows(e) || state[r] < -1 || flags[r] & ~7)
             return ts_fail(err, "credit decoding: logit row %d's credit row %d or flags %d out of range (%d rows)", r,
-                           state[r], flags[r], e->o.credit_rows);
+                           state[r], flags[r], credit_rows(e));
     memcpy(e->h_um, state, sizeof(int32_t) * (size_t)R);
     memcpy(e->h_um + T, flags, sizeof(int32_t) * (size_t)R);
     CU(cudaMemcpyAsync(x->cr_map, e->h_um, sizeof(int32_t) * (size_t)R, cudaMemcpyHostToDevice, e->stream));
     CU(cudaMemcpyAsync(x->cr_map + T, e->h_um + T, sizeof(int32_t) * (size_t)R, cudaMemcpyHostToDevice, e->stream));
     /* the rows the step leaves alone (a request that waits) carry over as they are */
     const int now = x->cr_cur, next = now ^ 1;
-    const size_t S = (size_t)e->o.credit_rows;
+    const size_t S = (size_t)credit_rows(e);
     CU(cudaMemcpyAsync(x->cr_tok[next], x->cr_tok[now], S * K_CREDIT_MAX * 4, cudaMemcpyDeviceToDevice, e->stream));
     CU(cudaMemcpyAsync(x->cr_val[next], x->cr_val[now], S * K_CREDIT_MAX * 4, cudaMemcpyDeviceToDevice, e->stream));
     CU(cudaMemcpyAsync(x->cr_n[next], x->cr_n[now], S * 4, cudaMemcpyDeviceToDevice, e->stream));
@@ -115,6 +123,6 @@ int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *s
 }
 
 const struct eng_ext ext_credit = {
-    .name = "credit", .state_bytes = sizeof(struct credit), .create = credit_create, .destroy = credit_destroy,
+    .id = EXT_CREDIT, .state_bytes = sizeof(struct credit), .create = credit_create, .destroy = credit_destroy,
     .prepare = credit_prepare, .head_sampled = credit_fuse_rows, .step_done = credit_step_done,
 };

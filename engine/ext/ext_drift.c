@@ -3,6 +3,8 @@
  * kernels.h k_drift): an extension (eng_ext.h) run after each layer's attention.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "ext_drift.h"
+
 #include "eng_ext.h"
 
 #include <math.h>
@@ -11,7 +13,7 @@
 struct drift {
     /* each request's queries and keys by position, in every layer, as its cache held them before the
      * step (drift_cur) and after it; the next step's entries, their sel, rowmap, eligible and queried
-     * (drift_sel: K_DRIFT_MAX_ROWS a request; the others drift_positions a request); scratch; each
+     * (drift_sel: K_DRIFT_MAX_ROWS a request; the others its room's positions a request); scratch; each
      * entry's tracked token and similarity a layer */
     bf16_t *drift_q[2], *drift_k[2];
     int drift_cur;
@@ -24,48 +26,51 @@ struct drift {
 
 extern const struct eng_ext ext_drift;
 
-/* Elastic-Cache's drift test's buffers (eng_opts.drift_positions): two steps' queries and keys of
+/* The room the engine keeps for Elastic-Cache's drift test: its requests and each one's positions. */
+static struct eng_ext_room room(const struct eng *e) { return e->o.room[EXT_DRIFT]; }
+
+/* Elastic-Cache's drift test's buffers (eng_opts.room): two steps' queries and keys of
  * every request and layer, its scratch and its entries' positions. */
 static int64_t drift_q_elems(const struct eng *e)
 {
-    return (int64_t)e->m.num_layers * e->o.drift_requests * e->o.drift_positions * e->m.num_heads * e->m.head_dim;
+    return (int64_t)e->m.num_layers * room(e).requests * room(e).positions * e->m.num_heads * e->m.head_dim;
 }
 
 static int64_t drift_k_elems(const struct eng *e)
 {
-    return (int64_t)e->m.num_layers * e->o.drift_requests * e->o.drift_positions * e->m.num_kv_heads * e->m.head_dim;
+    return (int64_t)e->m.num_layers * room(e).requests * room(e).positions * e->m.num_kv_heads * e->m.head_dim;
 }
 
 static int64_t drift_probs_bytes(const struct eng *e)
 {
-    return (int64_t)2 * K_DRIFT_MAX_ROWS * e->m.num_heads * e->o.drift_positions * 4;
+    return (int64_t)2 * K_DRIFT_MAX_ROWS * e->m.num_heads * room(e).positions * 4;
 }
 
 static int64_t drift_reserve(const struct eng *e)
 {
-    if (e->o.drift_positions <= 0)
+    if (room(e).positions <= 0)
         return 0;
     return 2 * 2 * (drift_q_elems(e) + drift_k_elems(e)) + drift_probs_bytes(e) +
-           (int64_t)e->o.drift_requests * (K_DRIFT_MAX_ROWS * 4 + 6LL * e->o.drift_positions) +
-           (int64_t)e->o.drift_requests * e->m.num_layers * 8;
+           (int64_t)room(e).requests * (K_DRIFT_MAX_ROWS * 4 + 6LL * room(e).positions) +
+           (int64_t)room(e).requests * e->m.num_layers * 8;
 }
 
 /* Elastic-Cache's drift test's buffers (drift_reserve), where the engine is made with them. */
 static int drift_create(struct eng *e, void *st, struct ts_err *err)
 {
     struct drift *x = st;
-    if (e->o.drift_positions <= 0)
+    if (room(e).positions <= 0)
         return 0;
-    const int64_t R = e->o.drift_requests, layers = e->m.num_layers;
+    const int64_t R = room(e).requests, layers = e->m.num_layers;
     for (int b = 0; b < 2; b++)
         if (eng_dev_alloc((void **)&x->drift_q[b], 2 * drift_q_elems(e), err) ||
             eng_dev_alloc((void **)&x->drift_k[b], 2 * drift_k_elems(e), err))
             return -1;
     if (eng_dev_alloc((void **)&x->drift_probs, drift_probs_bytes(e), err) ||
         eng_dev_alloc((void **)&x->drift_sel, R * K_DRIFT_MAX_ROWS * 4, err) ||
-        eng_dev_alloc((void **)&x->drift_elig, R * e->o.drift_positions, err) ||
-        eng_dev_alloc((void **)&x->drift_query, R * e->o.drift_positions, err) ||
-        eng_dev_alloc((void **)&x->drift_rowmap, R * e->o.drift_positions * 4, err) ||
+        eng_dev_alloc((void **)&x->drift_elig, R * room(e).positions, err) ||
+        eng_dev_alloc((void **)&x->drift_query, R * room(e).positions, err) ||
+        eng_dev_alloc((void **)&x->drift_rowmap, R * room(e).positions * 4, err) ||
         eng_dev_alloc((void **)&x->d_drift_track, R * layers * 4, err) ||
         eng_dev_alloc((void **)&x->d_drift_sim, R * layers * 4, err))
         return -1;
@@ -84,12 +89,12 @@ static int drift_layer(struct eng *e, void *st, int L, const struct k_attn_args 
         return 0;
     const struct model_cfg *m = &e->m;
     const int H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
-    const int64_t Np = e->o.drift_positions, qd = (int64_t)H * d, kvd = (int64_t)Hkv * d;
+    const int64_t Np = room(e).positions, qd = (int64_t)H * d, kvd = (int64_t)Hkv * d;
     for (int32_t i = 0; i < x->drift_n; i++) {
         const struct eng_drift_req *r = &x->drift[i];
         if (eng_ext_seg_alone(e, "Elastic-Cache's drift test", i, r->seg, r->N, err))
             return -1;
-        const int64_t at = ((int64_t)L * e->o.drift_requests + r->req) * Np; /* the request's first position */
+        const int64_t at = ((int64_t)L * room(e).requests + r->req) * Np; /* the request's first position */
         const struct k_drift_args a = {
             .q = qkv, .k_pool = kp, .slot = e->dm.tok_slot, .prev_q_read = x->drift_q[x->drift_cur] + at * qd,
             .prev_k_read = x->drift_k[x->drift_cur] + at * kvd,
@@ -111,14 +116,14 @@ static int drift_layer(struct eng *e, void *st, int L, const struct k_attn_args 
 int eng_drift_next(struct eng *e, const struct eng_drift_req *r, int32_t n, struct ts_err *err)
 {
     struct drift *x = eng_ext_state(e, &ext_drift);
-    if (e->o.drift_positions <= 0)
+    if (room(e).positions <= 0)
         return ts_fail(err, "Elastic-Cache's drift test: the engine keeps no queries and keys for it "
-                            "(eng_opts.drift_positions)");
-    if (n < 0 || n > e->o.drift_requests)
-        return ts_fail(err, "Elastic-Cache's drift test: %d requests (at most %d)", n, e->o.drift_requests);
+                            "(eng_opts.room)");
+    if (n < 0 || n > room(e).requests)
+        return ts_fail(err, "Elastic-Cache's drift test: %d requests (at most %d)", n, room(e).requests);
     for (int32_t i = 0; i < n; i++) {
         const struct eng_drift_req *q = &r[i];
-        if (q->req < 0 || q->req >= e->o.drift_requests || q->N < 1 || q->N > e->o.drift_positions || q->nwin < 0 ||
+        if (q->req < 0 || q->req >= room(e).requests || q->N < 1 || q->N > room(e).positions || q->nwin < 0 ||
             q->ntrack < 0 || q->nwin + q->ntrack > K_DRIFT_MAX_ROWS || q->seg < 0)
             return ts_fail(err, "Elastic-Cache's drift test: entry %d (request %d, %d positions, %d window and %d "
                                 "tracked rows) out of range", i, q->req, q->N, q->nwin, q->ntrack);
@@ -132,11 +137,11 @@ int eng_drift_next(struct eng *e, const struct eng_drift_req *r, int32_t n, stru
                                q->rowmap[p], q->N);
         CU(cudaMemcpyAsync(x->drift_sel + (int64_t)i * K_DRIFT_MAX_ROWS, q->sel,
                            sizeof(int32_t) * (size_t)(q->nwin + q->ntrack), cudaMemcpyHostToDevice, e->stream));
-        CU(cudaMemcpyAsync(x->drift_elig + (int64_t)i * e->o.drift_positions, q->eligible, (size_t)q->N,
+        CU(cudaMemcpyAsync(x->drift_elig + (int64_t)i * room(e).positions, q->eligible, (size_t)q->N,
                            cudaMemcpyHostToDevice, e->stream));
-        CU(cudaMemcpyAsync(x->drift_rowmap + (int64_t)i * e->o.drift_positions, q->rowmap,
+        CU(cudaMemcpyAsync(x->drift_rowmap + (int64_t)i * room(e).positions, q->rowmap,
                            sizeof(int32_t) * (size_t)q->N, cudaMemcpyHostToDevice, e->stream));
-        CU(cudaMemcpyAsync(x->drift_query + (int64_t)i * e->o.drift_positions, q->queried, (size_t)q->N,
+        CU(cudaMemcpyAsync(x->drift_query + (int64_t)i * room(e).positions, q->queried, (size_t)q->N,
                            cudaMemcpyHostToDevice, e->stream));
         x->drift[i] = *q;
         x->drift[i].sel = x->drift[i].rowmap = NULL, x->drift[i].eligible = x->drift[i].queried = NULL;
@@ -153,15 +158,6 @@ int eng_drift_out(struct eng *e, int32_t *track, float *sim, struct ts_err *err)
     const size_t n = (size_t)x->drift_n * (size_t)e->m.num_layers;
     CU(cudaMemcpy(track, x->d_drift_track, n * 4, cudaMemcpyDeviceToHost));
     CU(cudaMemcpy(sim, x->d_drift_sim, n * 4, cudaMemcpyDeviceToHost));
-    return 0;
-}
-
-static int drift_refused(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err)
-{
-    (void)m;
-    if (o->drift_positions < 0 || o->drift_requests < 0 || (o->drift_positions > 0 && o->drift_requests < 1))
-        return ts_fail(err, "engine: drift_positions %d, drift_requests %d (both 0, or both positive)",
-                       o->drift_positions, o->drift_requests);
     return 0;
 }
 
@@ -188,11 +184,10 @@ static void drift_step_done(struct eng *e, void *st, const struct step_desc *sd)
     }
 }
 
-static bool drift_on(const struct eng_opts *o) { return o->drift_positions > 0; }
 static bool drift_pending(const void *st) { return ((const struct drift *)st)->drift_pending; }
 
 const struct eng_ext ext_drift = {
-    .name = "drift", .state_bytes = sizeof(struct drift), .refused = drift_refused, .reserve = drift_reserve,
-    .create = drift_create, .destroy = drift_destroy, .on = drift_on, .one_gpu = true, .pending = drift_pending,
+    .id = EXT_DRIFT, .state_bytes = sizeof(struct drift), .reserve = drift_reserve, .create = drift_create,
+    .destroy = drift_destroy, .one_gpu = true, .pending = drift_pending,
     .after_attention = drift_layer, .step_done = drift_step_done,
 };

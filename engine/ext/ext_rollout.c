@@ -4,6 +4,8 @@
  * attention and after the last layer.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "ext_rollout.h"
+
 #include "eng_ext.h"
 
 #include <math.h>
@@ -18,21 +20,24 @@ struct rollout { /* each entry's mix a layer, its importance and the products' s
 
 extern const struct eng_ext ext_rollout;
 
-/* d2Cache's attention rollout's buffers (eng_opts.rollout_positions): each request's mix a layer, its
+/* The room the engine keeps for d2Cache's rollout: its requests and each one's positions. */
+static struct eng_ext_room room(const struct eng *e) { return e->o.room[EXT_ROLLOUT]; }
+
+/* d2Cache's attention rollout's buffers (eng_opts.room): each request's mix a layer, its
  * importance and scratch. */
 static int64_t rollout_reserve(const struct eng *e)
 {
-    const int64_t N = e->o.rollout_positions;
-    return N > 0 ? (int64_t)e->o.rollout_requests * ((int64_t)e->m.num_layers * N * N + 2 * N) * 4 : 0;
+    const int64_t N = room(e).positions;
+    return N > 0 ? (int64_t)room(e).requests * ((int64_t)e->m.num_layers * N * N + 2 * N) * 4 : 0;
 }
 
 /* d2Cache's attention rollout's buffers (rollout_reserve), where the engine is made with them. */
 static int rollout_create(struct eng *e, void *st, struct ts_err *err)
 {
     struct rollout *x = st;
-    if (e->o.rollout_positions <= 0)
+    if (room(e).positions <= 0)
         return 0;
-    const int64_t R = e->o.rollout_requests, N = e->o.rollout_positions;
+    const int64_t R = room(e).requests, N = room(e).positions;
     if (eng_dev_alloc((void **)&x->ro_mix, R * e->m.num_layers * N * N * 4, err) ||
         eng_dev_alloc((void **)&x->ro_imp, R * N * 4, err) || eng_dev_alloc((void **)&x->ro_tmp, R * N * 4, err))
         return -1;
@@ -47,7 +52,7 @@ static struct k_rollout_args rollout_args(const struct eng *e, const struct roll
                                           const bf16_t *kp)
 {
     const struct model_cfg *m = &e->m;
-    const int64_t N = e->o.rollout_positions;
+    const int64_t N = room(e).positions;
     return (struct k_rollout_args){
         .q = qkv, .k_pool = kp, .slot = e->dm.tok_slot, .mix = x->ro_mix + (int64_t)i * m->num_layers * N * N,
         .importance = x->ro_imp + i * N, .scratch = x->ro_tmp + i * N, .row0 = e->plan.q_start[x->ro[i].seg],
@@ -88,15 +93,15 @@ static int rollout_importance(struct eng *e, void *st, int layers, struct ts_err
 int eng_rollout_next(struct eng *e, const struct eng_rollout_req *r, int32_t n, struct ts_err *err)
 {
     struct rollout *x = eng_ext_state(e, &ext_rollout);
-    if (e->o.rollout_positions <= 0)
+    if (room(e).positions <= 0)
         return ts_fail(err, "d2Cache's attention rollout: the engine keeps no buffers for it "
-                            "(eng_opts.rollout_positions)");
-    if (n < 0 || n > e->o.rollout_requests)
-        return ts_fail(err, "d2Cache's attention rollout: %d requests (at most %d)", n, e->o.rollout_requests);
+                            "(eng_opts.room)");
+    if (n < 0 || n > room(e).requests)
+        return ts_fail(err, "d2Cache's attention rollout: %d requests (at most %d)", n, room(e).requests);
     for (int32_t i = 0; i < n; i++) {
-        if (r[i].seg < 0 || r[i].N < 1 || r[i].N > e->o.rollout_positions)
+        if (r[i].seg < 0 || r[i].N < 1 || r[i].N > room(e).positions)
             return ts_fail(err, "d2Cache's attention rollout: entry %d (segment %d, %d positions) out of range (at "
-                                "most %d positions)", i, r[i].seg, r[i].N, e->o.rollout_positions);
+                                "most %d positions)", i, r[i].seg, r[i].N, room(e).positions);
         x->ro[i] = r[i];
     }
     x->ro_n = n;
@@ -107,7 +112,7 @@ int eng_rollout_next(struct eng *e, const struct eng_rollout_req *r, int32_t n, 
 int eng_rollout_out(struct eng *e, float *importance, struct ts_err *err)
 {
     const struct rollout *x = eng_ext_state(e, &ext_rollout);
-    CU(cudaMemcpy(importance, x->ro_imp, sizeof(float) * (size_t)x->ro_n * (size_t)e->o.rollout_positions,
+    CU(cudaMemcpy(importance, x->ro_imp, sizeof(float) * (size_t)x->ro_n * (size_t)room(e).positions,
                   cudaMemcpyDeviceToHost));
     return 0;
 }
@@ -115,10 +120,9 @@ int eng_rollout_out(struct eng *e, float *importance, struct ts_err *err)
 static int rollout_refused(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err)
 {
     (void)m;
-    if (o->rollout_positions < 0 || o->rollout_positions > K_ROLLOUT_MAX_N || o->rollout_requests < 0 ||
-        (o->rollout_positions > 0 && o->rollout_requests < 1))
-        return ts_fail(err, "engine: rollout_positions %d (at most %d), rollout_requests %d (both 0, or both "
-                            "positive)", o->rollout_positions, K_ROLLOUT_MAX_N, o->rollout_requests);
+    if (o->room[EXT_ROLLOUT].positions > K_ROLLOUT_MAX_N)
+        return ts_fail(err, "engine: d2Cache's attention rollout over %d positions a request (at most %d)",
+                       o->room[EXT_ROLLOUT].positions, K_ROLLOUT_MAX_N);
     return 0;
 }
 
@@ -139,12 +143,11 @@ static void rollout_step_done(struct eng *e, void *st, const struct step_desc *s
     ((struct rollout *)st)->ro_pending = false;
 }
 
-static bool rollout_on(const struct eng_opts *o) { return o->rollout_positions > 0; }
 static bool rollout_pending(const void *st) { return ((const struct rollout *)st)->ro_pending; }
 
 const struct eng_ext ext_rollout = {
-    .name = "rollout", .state_bytes = sizeof(struct rollout), .refused = rollout_refused,
+    .id = EXT_ROLLOUT, .state_bytes = sizeof(struct rollout), .refused = rollout_refused,
     .reserve = rollout_reserve, .create = rollout_create, .destroy = rollout_destroy,
-    .on = rollout_on, .one_gpu = true, .pending = rollout_pending, .after_attention = rollout_layer,
+    .one_gpu = true, .pending = rollout_pending, .after_attention = rollout_layer,
     .after_layers = rollout_importance, .step_done = rollout_step_done,
 };

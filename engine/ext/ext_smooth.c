@@ -5,6 +5,8 @@
  * next step that embeds a position adds its soft row (eng_tokens.soft).
  */
 #define _POSIX_C_SOURCE 200809L
+#include "ext_smooth.h"
+
 #include "eng_ext.h"
 
 #include <string.h>
@@ -12,7 +14,7 @@
 #define SMOOTH_SUB 256 /* IterSmooth's GEMM rows at a time (the products' buffer) */
 
 struct smooth {
-    /* the soft rows [smooth_rows, h], current (sm_cur: the embedding reads them) and the next step's (its
+    /* the soft rows [soft_rows(e), h], current (sm_cur: the embedding reads them) and the next step's (its
      * logit rows write them; a step run again for its GEMMs' warm-up reads the same), a sub-chunk's
      * products [SMOOTH_SUB, h], and the step's maps ([3 max_tokens]: logit rows' soft rows, embedded
      * rows' soft rows and weights; pinned twin h_sm) */
@@ -28,9 +30,15 @@ struct smooth {
 
 extern const struct eng_ext ext_smooth;
 
+/* The soft rows the engine keeps: its room's requests x response positions. */
+static int32_t soft_rows(const struct eng *e)
+{
+    return e->o.room[EXT_SMOOTH].requests * e->o.room[EXT_SMOOTH].positions;
+}
+
 static int64_t smooth_reserve(const struct eng *e)
 {
-    return (2LL * e->o.smooth_rows + SMOOTH_SUB) * e->m.hidden * 2;
+    return (2LL * soft_rows(e) + SMOOTH_SUB) * e->m.hidden * 2;
 }
 
 /* Every engine runs a step with iter_smooth (keeping none of its products without soft rows). */
@@ -40,8 +48,8 @@ static int smooth_create(struct eng *e, void *st, struct ts_err *err)
     const int64_t T = e->o.max_tokens, h = e->m.hidden;
     if (eng_dev_alloc((void **)&x->sm_tmp, SMOOTH_SUB * h * 2, err) ||
         eng_dev_alloc((void **)&x->sm_map, 3 * T * 4, err) || eng_dev_alloc((void **)&x->sm_stats, 2 * T * 4, err) ||
-        (e->o.smooth_rows > 0 && (eng_dev_alloc((void **)&x->sm_soft[0], (int64_t)e->o.smooth_rows * h * 2, err) ||
-                                  eng_dev_alloc((void **)&x->sm_soft[1], (int64_t)e->o.smooth_rows * h * 2, err))))
+        (soft_rows(e) > 0 && (eng_dev_alloc((void **)&x->sm_soft[0], (int64_t)soft_rows(e) * h * 2, err) ||
+                                  eng_dev_alloc((void **)&x->sm_soft[1], (int64_t)soft_rows(e) * h * 2, err))))
         return -1;
     CU(cudaMallocHost((void **)&x->h_sm, (size_t)T * 12));
     return 0;
@@ -82,7 +90,7 @@ static int smooth_prepare(struct eng *e, void *st, const struct step_desc *sd, b
     if (x->sm_pending && (!sd->iter_smooth || p->R != x->sm_R))
         return ts_fail(err, "step refused: IterSmooth's soft rows cover %d logit rows, the step has %d%s", x->sm_R,
                        p->R, sd->iter_smooth ? "" : " and no iter_smooth");
-    if (!e->tokens.soft || e->o.smooth_rows < 1)
+    if (!e->tokens.soft || soft_rows(e) < 1)
         return 0;
     if (split)
         return ts_fail(err, "step refused: IterSmooth's soft embeddings in a step whose rows differ by layer");
@@ -91,9 +99,9 @@ static int smooth_prepare(struct eng *e, void *st, const struct step_desc *sd, b
     for (int32_t s = 0; s < p->S; s++)
         for (int32_t i = 0, r = p->q_start[s]; i < p->q_len[s]; i++, r++) {
             slot[r] = e->tokens.soft(e->tokens.ctx, sd->segs[s].req_id, p->tok_pos[r], &w[r]);
-            if (slot[r] >= e->o.smooth_rows || slot[r] < -1)
+            if (slot[r] >= soft_rows(e) || slot[r] < -1)
                 return ts_fail(err, "step refused: request %d's position %d adds soft row %d (the engine keeps %d)",
-                               sd->segs[s].req_id, p->tok_pos[r], slot[r], e->o.smooth_rows);
+                               sd->segs[s].req_id, p->tok_pos[r], slot[r], soft_rows(e));
             any |= slot[r] >= 0;
         }
     if (!any)
@@ -169,17 +177,17 @@ static void smooth_step_done(struct eng *e, void *st, const struct step_desc *sd
 int eng_smooth_next(struct eng *e, const int32_t *slot, int32_t R, struct ts_err *err)
 {
     struct smooth *x = eng_ext_state(e, &ext_smooth);
-    if (eng_ext_rows_check(e, "IterSmooth", "soft", "smooth_rows", e->o.smooth_rows, R, err))
+    if (eng_ext_rows_check(e, "IterSmooth", "soft", soft_rows(e), R, err))
         return -1;
     for (int32_t r = 0; r < R; r++)
-        if (slot[r] >= e->o.smooth_rows || slot[r] < -1)
+        if (slot[r] >= soft_rows(e) || slot[r] < -1)
             return ts_fail(err, "IterSmooth: logit row %d's soft row %d out of range (%d rows)", r, slot[r],
-                           e->o.smooth_rows);
+                           soft_rows(e));
     memcpy(x->h_sm, slot, sizeof(int32_t) * (size_t)R);
     CU(cudaMemcpyAsync(x->sm_map, x->h_sm, sizeof(int32_t) * (size_t)R, cudaMemcpyHostToDevice, e->stream));
     /* the rows the step does not write (positions it leaves alone) carry over as they are */
     CU(cudaMemcpyAsync(x->sm_soft[x->sm_cur ^ 1], x->sm_soft[x->sm_cur],
-                       sizeof(bf16_t) * (size_t)e->o.smooth_rows * (size_t)e->m.hidden, cudaMemcpyDeviceToDevice,
+                       sizeof(bf16_t) * (size_t)soft_rows(e) * (size_t)e->m.hidden, cudaMemcpyDeviceToDevice,
                        e->stream));
     CU(cudaStreamSynchronize(e->stream));
     x->sm_pending = true;
@@ -190,14 +198,14 @@ int eng_smooth_next(struct eng *e, const int32_t *slot, int32_t R, struct ts_err
 int eng_soft_rows(struct eng *e, float *dst, int32_t first, int32_t n, struct ts_err *err)
 {
     const struct smooth *x = eng_ext_state(e, &ext_smooth);
-    if (first < 0 || n < 0 || (int64_t)first + n > e->o.smooth_rows)
-        return ts_fail(err, "engine: soft rows %d..%d: the engine keeps %d", first, first + n - 1, e->o.smooth_rows);
+    if (first < 0 || n < 0 || (int64_t)first + n > soft_rows(e))
+        return ts_fail(err, "engine: soft rows %d..%d: the engine keeps %d", first, first + n - 1, soft_rows(e));
     return eng_read_widened(x->sm_soft[x->sm_cur] + (size_t)first * e->m.hidden, (int64_t)n * e->m.hidden, dst,
                             "soft", err);
 }
 
 const struct eng_ext ext_smooth = {
-    .name = "smooth", .state_bytes = sizeof(struct smooth), .reserve = smooth_reserve, .create = smooth_create,
+    .id = EXT_SMOOTH, .state_bytes = sizeof(struct smooth), .reserve = smooth_reserve, .create = smooth_create,
     .destroy = smooth_destroy, .refuse_step = smooth_refuse_step, .prepare = smooth_prepare,
     .after_embed = smooth_embed, .head_sampled = smooth_keep_stats, .head_chunk = smooth_chunk,
     .step_done = smooth_step_done,

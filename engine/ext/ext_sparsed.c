@@ -5,6 +5,8 @@
  * pattern (the attention's kb_* arguments, set before each layer's attention).
  */
 #define _POSIX_C_SOURCE 200809L
+#include "ext_sparsed.h"
+
 #include "eng_ext.h"
 
 #include <math.h>
@@ -24,31 +26,34 @@ struct sparsed {
 };
 
 extern const struct eng_ext ext_sparsed;
+
+/* The room the engine keeps for SparseD's patterns: its requests and each one's positions. */
+static struct eng_ext_room room(const struct eng *e) { return e->o.room[EXT_SPARSED]; }
 static int sparsed_build(struct eng *e, const struct sparsed *x, int L, const struct k_attn_args *aa,
                          struct ts_err *err);
 
-/* SparseD's patterns' buffers (eng_opts.sparsed_positions) */
+/* SparseD's patterns' buffers (eng_opts.room) */
 static int64_t sparsed_reserve(const struct eng *e)
 {
-    if (e->o.sparsed_positions <= 0)
+    if (room(e).positions <= 0)
         return 0;
-    const int64_t qb = (e->o.sparsed_positions + e->o.ext.sparsed_block - 1) / e->o.ext.sparsed_block;
-    return (int64_t)e->m.num_layers * e->o.sparsed_requests * e->m.num_heads * qb * (4 + 2 * qb) +
-           k_sparsed_part_bytes(e->o.sparsed_positions, e->m.num_heads) + (int64_t)e->o.max_tokens * 4;
+    const int64_t qb = (room(e).positions + e->o.ext.sparsed_block - 1) / e->o.ext.sparsed_block;
+    return (int64_t)e->m.num_layers * room(e).requests * e->m.num_heads * qb * (4 + 2 * qb) +
+           k_sparsed_part_bytes(room(e).positions, e->m.num_heads) + (int64_t)e->o.max_tokens * 4;
 }
 
 /* SparseD's patterns' buffers (sparsed_reserve), where the engine is made with them. */
 static int sparsed_create(struct eng *e, void *st, struct ts_err *err)
 {
     struct sparsed *x = st;
-    if (e->o.sparsed_positions <= 0)
+    if (room(e).positions <= 0)
         return 0;
-    const int64_t R = e->o.sparsed_requests, H = e->m.num_heads;
-    x->sp_qb = (e->o.sparsed_positions + e->o.ext.sparsed_block - 1) / e->o.ext.sparsed_block;
+    const int64_t R = room(e).requests, H = e->m.num_heads;
+    x->sp_qb = (room(e).positions + e->o.ext.sparsed_block - 1) / e->o.ext.sparsed_block;
     const int64_t entries = (int64_t)e->m.num_layers * R * H * x->sp_qb;
     if (eng_dev_alloc((void **)&x->sp_cnt, entries * 4, err) ||
         eng_dev_alloc((void **)&x->sp_list, entries * x->sp_qb * 2, err) ||
-        eng_dev_alloc((void **)&x->sp_part, k_sparsed_part_bytes(e->o.sparsed_positions, (int)H), err) ||
+        eng_dev_alloc((void **)&x->sp_part, k_sparsed_part_bytes(room(e).positions, (int)H), err) ||
         eng_dev_alloc((void **)&x->sp_base, (int64_t)e->o.max_tokens * 4, err))
         return -1;
     CU(cudaMallocHost((void **)&x->h_sp_base, (size_t)e->o.max_tokens * 4));
@@ -67,9 +72,9 @@ static int sparsed_check(struct eng *e, void *st, const struct step_desc *sd, bo
     for (int32_t i = 0; i < x->sp_n; i++) {
         const struct eng_sparsed_req *r = &x->sp[i];
         if (r->seg >= p->S || p->kv_cached[r->seg] != 0 || p->q_len[r->seg] != p->key_len[r->seg] ||
-            p->q_len[r->seg] > e->o.sparsed_positions)
+            p->q_len[r->seg] > room(e).positions)
             return ts_fail(err, "SparseD: entry %d names segment %d, which does not run its request's positions "
-                                "alone (at most %d)", i, r->seg, e->o.sparsed_positions);
+                                "alone (at most %d)", i, r->seg, room(e).positions);
         if (!r->build && p->q_len[r->seg] != x->sp_N[r->req])
             return ts_fail(err, "SparseD: entry %d attends by slot %d's pattern, built over %d positions, with %d",
                            i, r->req, x->sp_N[r->req], p->q_len[r->seg]);
@@ -84,7 +89,7 @@ static void sparsed_layer_args(const struct eng *e, const void *st, int L, struc
     const struct sparsed *x = st;
     if (x->sp_n <= 0)
         return;
-    const int64_t layer = (int64_t)L * e->o.sparsed_requests * e->m.num_heads * x->sp_qb;
+    const int64_t layer = (int64_t)L * room(e).requests * e->m.num_heads * x->sp_qb;
     aa->kb_base = x->sp_sparse > 0 ? x->sp_base : NULL;
     aa->kb_cnt = x->sp_cnt + layer, aa->kb_list = x->sp_list + layer * x->sp_qb;
     aa->kb_block = e->o.ext.sparsed_block, aa->kb_qblocks = x->sp_qb, aa->kb_stride = x->sp_qb;
@@ -112,7 +117,7 @@ static int sparsed_build(struct eng *e, const struct sparsed *x, int L, const st
         if (!r->build)
             continue;
         const int N = e->plan.q_len[r->seg], nb = (N + b - 1) / b;
-        const int64_t at = ((int64_t)L * e->o.sparsed_requests + r->req) * H * x->sp_qb;
+        const int64_t at = ((int64_t)L * room(e).requests + r->req) * H * x->sp_qb;
         const struct k_sparsed_args a = {
             .at = aa, .seg = r->seg, .N = N, .block = b, .last = TS_MIN((r->prompt + b - 1) / b, nb - 1),
             .qblocks = x->sp_qb, .stride = x->sp_qb, .select = e->o.ext.sparsed_select,
@@ -126,18 +131,18 @@ static int sparsed_build(struct eng *e, const struct sparsed *x, int L, const st
 int eng_sparsed_next(struct eng *e, const struct eng_sparsed_req *r, int32_t n, struct ts_err *err)
 {
     struct sparsed *x = eng_ext_state(e, &ext_sparsed);
-    if (e->o.sparsed_positions <= 0)
-        return ts_fail(err, "SparseD: the engine keeps no patterns (eng_opts.sparsed_positions)");
-    if (n < 0 || n > e->o.sparsed_requests)
-        return ts_fail(err, "SparseD: %d requests (at most %d)", n, e->o.sparsed_requests);
+    if (room(e).positions <= 0)
+        return ts_fail(err, "SparseD: the engine keeps no patterns (eng_opts.room)");
+    if (n < 0 || n > room(e).requests)
+        return ts_fail(err, "SparseD: %d requests (at most %d)", n, room(e).requests);
     for (int32_t s = 0; s < e->o.max_tokens; s++)
         x->h_sp_base[s] = -1;
     int32_t sparse = 0;
     for (int32_t i = 0; i < n; i++) {
-        if (r[i].seg < 0 || r[i].seg >= e->o.max_tokens || r[i].req < 0 || r[i].req >= e->o.sparsed_requests ||
+        if (r[i].seg < 0 || r[i].seg >= e->o.max_tokens || r[i].req < 0 || r[i].req >= room(e).requests ||
             r[i].prompt < 0)
             return ts_fail(err, "SparseD: entry %d (segment %d, slot %d, prompt %d) out of range (%d slots)", i,
-                           r[i].seg, r[i].req, r[i].prompt, e->o.sparsed_requests);
+                           r[i].seg, r[i].req, r[i].prompt, room(e).requests);
         if (!r[i].build && x->sp_N[r[i].req] <= 0)
             return ts_fail(err, "SparseD: entry %d attends by slot %d's pattern, which is not built", i, r[i].req);
         for (int32_t j = 0; j < i; j++)
@@ -157,9 +162,9 @@ int eng_sparsed_next(struct eng *e, const struct eng_sparsed_req *r, int32_t n, 
 int eng_sparsed_pattern(struct eng *e, int32_t req, uint8_t *keep, int32_t *nb, struct ts_err *err)
 {
     const struct sparsed *x = eng_ext_state(e, &ext_sparsed);
-    if (e->o.sparsed_positions <= 0 || req < 0 || req >= e->o.sparsed_requests || x->sp_N[req] <= 0)
+    if (room(e).positions <= 0 || req < 0 || req >= room(e).requests || x->sp_N[req] <= 0)
         return -1;
-    const int64_t H = e->m.num_heads, Q = x->sp_qb, R = e->o.sparsed_requests;
+    const int64_t H = e->m.num_heads, Q = x->sp_qb, R = room(e).requests;
     const int32_t n = (x->sp_N[req] + e->o.ext.sparsed_block - 1) / e->o.ext.sparsed_block;
     int32_t *cnt = xmalloc(sizeof *cnt * (size_t)(H * Q));
     int16_t *list = xmalloc(sizeof *list * (size_t)(H * Q * Q));
@@ -187,12 +192,10 @@ int eng_sparsed_pattern(struct eng *e, int32_t req, uint8_t *keep, int32_t *nb, 
 static int sparsed_refused(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err)
 {
     (void)m;
-    if (o->sparsed_positions < 0 || o->sparsed_requests < 0 ||
-        (o->sparsed_positions > 0 && (o->sparsed_requests < 1 || o->ext.sparsed_block < 64 || o->ext.sparsed_block % 64 ||
-                                      !(o->ext.sparsed_select >= 0 && o->ext.sparsed_select <= 1))))
-        return ts_fail(err, "engine: sparsed_positions %d, sparsed_requests %d (both 0, or both positive), "
-                            "ext.sparsed_block %d (a multiple of 64), ext.sparsed_select %g (0 to 1)", o->sparsed_positions,
-                       o->sparsed_requests, o->ext.sparsed_block, o->ext.sparsed_select);
+    const struct eng_ext_params *x = &o->ext;
+    if (x->sparsed_block < 64 || x->sparsed_block % 64 || !(x->sparsed_select >= 0 && x->sparsed_select <= 1))
+        return ts_fail(err, "engine: SparseD's ext.sparsed_block %d (a multiple of 64), ext.sparsed_select %g (0 to 1)",
+                       o->ext.sparsed_block, o->ext.sparsed_select);
     return 0;
 }
 
@@ -238,13 +241,12 @@ static void sparsed_step_done(struct eng *e, void *st, const struct step_desc *s
     x->sp_n = 0;
 }
 
-static bool sparsed_on(const struct eng_opts *o) { return o->sparsed_positions > 0; }
 static bool sparsed_pending(const void *st) { return ((const struct sparsed *)st)->sp_n > 0; }
 
 const struct eng_ext ext_sparsed = {
-    .name = "sparsed", .state_bytes = sizeof(struct sparsed), .refused = sparsed_refused,
+    .id = EXT_SPARSED, .state_bytes = sizeof(struct sparsed), .refused = sparsed_refused,
     .reserve = sparsed_reserve, .create = sparsed_create, .destroy = sparsed_destroy,
-    .on = sparsed_on, .one_gpu = true, .pending = sparsed_pending,
+    .one_gpu = true, .pending = sparsed_pending,
     .refuse_step = sparsed_refuse_step, .prepare = sparsed_check, .before_attention = sparsed_layer_args,
     .after_attention = sparsed_layer, .step_done = sparsed_step_done,
 };

@@ -77,11 +77,11 @@ int eng_drop_tune_scratch(struct eng *e, struct ts_err *err)
     return 0;
 }
 
-int eng_ext_rows_check(const struct eng *e, const char *what, const char *kind, const char *opt, int32_t have,
-                       int32_t R, struct ts_err *err)
+int eng_ext_rows_check(const struct eng *e, const char *what, const char *kind, int32_t have, int32_t R,
+                       struct ts_err *err)
 {
     if (have < 1 || e->tp)
-        return ts_fail(err, "%s: the engine was made without %s rows (eng_opts.%s)%s", what, kind, opt,
+        return ts_fail(err, "%s: the engine was made without %s rows (eng_opts.room)%s", what, kind,
                        e->tp ? " or is split over GPUs" : "");
     if (R < 0 || R > e->o.max_tokens)
         return ts_fail(err, "%s: %d logit rows (at most %d)", what, R, e->o.max_tokens);

@@ -170,11 +170,11 @@ static inline const bf16_t *eng_w(const struct eng *e, enum w_kind k, int layer)
 
 /* eng_dev.c, what the room's files and the extensions share: bytes of device memory at *p (at least
  * 16); and what an extension whose next step keeps logit rows checks first (what: its name): the
- * engine keeps `have` rows of its `kind`, sized by eng_opts.`opt`, on one GPU, and the next step has
+ * engine keeps `have` rows of its `kind` (its eng_opts.room), on one GPU, and the next step has
  * R logit rows, at most max_tokens. */
 int eng_dev_alloc(void **p, int64_t bytes, struct ts_err *err);
-int eng_ext_rows_check(const struct eng *e, const char *what, const char *kind, const char *opt, int32_t have,
-                       int32_t R, struct ts_err *err);
+int eng_ext_rows_check(const struct eng *e, const char *what, const char *kind, int32_t have, int32_t R,
+                       struct ts_err *err);
 /* What an extension that measures a request's whole sequence checks of an entry (what: its name): its
  * segment seg of the step's plan runs the request's N positions alone, over no cached keys. */
 int eng_ext_seg_alone(const struct eng *e, const char *what, int32_t entry, int32_t seg, int32_t N,

@@ -18,6 +18,9 @@
 #include "config.h"
 #include "eng.h"
 #include "eng_gen.h"
+#include "ext_credit.h"
+#include "ext_smooth.h"
+#include "ext_sparsed.h"
 #include "kernels.h"
 #include "harness.h"
 #include "model.h"
@@ -476,7 +479,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         dtrack = xmalloc(sizeof *dtrack * (size_t)n * (size_t)g->c.elastic.layers);
         dsim = xmalloc(sizeof *dsim * (size_t)n * (size_t)g->c.elastic.layers);
     }
-    struct eng_sparsed_req *spr = o->sparsed_positions > 0 ? xmalloc(sizeof *spr * (size_t)n) : NULL;
+    struct eng_sparsed_req *spr = o->room[EXT_SPARSED].requests > 0 ? xmalloc(sizeof *spr * (size_t)n) : NULL;
     struct rollout_bufs ro = rollout_bufs(g);
     struct step_desc sd;
     step_desc_init(&sd);
@@ -716,18 +719,20 @@ int eng_generate_main(int argc, char **argv)
     o.mem_limit = (int64_t)(a.mem_gb * 1e9);
     o.weights = a.weights;
     o.seed = (uint64_t)a.seed;
-    o.credit_rows = a.rule.kind == UNMASK_CREDIT ? n * B : 0;
-    o.smooth_rows = gen_soft_rows(&g);
+    if (a.rule.kind == UNMASK_CREDIT) /* credit decoding (eng_credit_next): a block of credit rows a request */
+        o.room[EXT_CREDIT] = (struct eng_ext_room){n, B};
+    if (gc.smooth.on) /* IterSmooth (eng_smooth_next): a soft row a response position */
+        o.room[EXT_SMOOTH] = (struct eng_ext_room){g.c.requests, g.c.gen_len}; /* (gen_soft_rows) */
     o.trace_selection = gc.focus; /* the rows FOCUS kept (eng_picks) */
     o.top2_gap = gc.prophet.on;    /* Prophet's gaps (eng_out.gap) */
-    o.drift_positions = gc.elastic.on ? (int32_t)seq : 0; /* Elastic-Cache's drift test (eng_drift_next) */
-    o.drift_requests = gc.elastic.on ? n : 0;
-    o.rollout_positions = gc.rollout.on ? (int32_t)seq : 0; /* d2Cache's rollout (eng_rollout_next) */
-    o.rollout_requests = gc.rollout.on ? n : 0;
+    if (gc.elastic.on) /* Elastic-Cache's drift test (eng_drift_next) */
+        o.room[EXT_DRIFT] = (struct eng_ext_room){n, (int32_t)seq};
+    if (gc.rollout.on) /* d2Cache's rollout (eng_rollout_next) */
+        o.room[EXT_ROLLOUT] = (struct eng_ext_room){n, (int32_t)seq};
     if (gc.policy) { /* what its parameters set in the engine (SparseD's block and select), typed */
         o.ext = gc.policy->ext;
         if (eng_ext_named(gc.policy->engine, "sparsed")) /* SparseD's patterns (eng_sparsed_next) */
-            o.sparsed_positions = (int32_t)seq, o.sparsed_requests = n;
+            o.room[EXT_SPARSED] = (struct eng_ext_room){n, (int32_t)seq};
     }
     struct eng *e = NULL;
     struct gen_run run = {0};

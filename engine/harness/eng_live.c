@@ -19,6 +19,7 @@
 #include "eng.h"
 #include "eng_ext_decl.h"
 #include "eng_host.h"
+#include "ext_sparsed.h"
 #include "eng_tp.h"
 #include "gpu.h"
 #include "harness.h"
@@ -407,8 +408,8 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
             return ts_fail(err, "--sparsed-block %d: the engine's patterns are in blocks of a multiple of 64 rows",
                            o.ext.sparsed_block);
         const double batch = sim_sched_param(s, "max-batch", 0);
-        o.sparsed_positions = o.max_tokens;
-        o.sparsed_requests = batch > 0 ? (int32_t)TS_MIN(batch, 64) : LIVE_SPARSED_SLOTS;
+        o.room[EXT_SPARSED] =
+            (struct eng_ext_room){batch > 0 ? (int32_t)TS_MIN(batch, 64) : LIVE_SPARSED_SLOTS, o.max_tokens};
     }
     struct live *l = xcalloc(1, sizeof *l);
     if (eng_create(m, &o, &l->e, err)) {
@@ -430,11 +431,12 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
                         "steps are priced as --gpu %s's (--gpu-file FILE adds the card)\n", eng_device_name(l->e),
                 c->gpu);
     l->s = s;
-    if (o.sparsed_requests > 0) { /* SparseD's slots */
-        l->sp.free_slots = xmalloc(sizeof *l->sp.free_slots * (size_t)o.sparsed_requests);
-        for (int32_t i = 0; i < o.sparsed_requests; i++)
-            l->sp.free_slots[l->sp.num_free++] = o.sparsed_requests - 1 - i;
-        l->sp.next = xmalloc(sizeof *l->sp.next * (size_t)o.sparsed_requests);
+    const int32_t slots = o.room[EXT_SPARSED].requests;
+    if (slots > 0) { /* SparseD's slots */
+        l->sp.free_slots = xmalloc(sizeof *l->sp.free_slots * (size_t)slots);
+        for (int32_t i = 0; i < slots; i++)
+            l->sp.free_slots[l->sp.num_free++] = slots - 1 - i;
+        l->sp.next = xmalloc(sizeof *l->sp.next * (size_t)slots);
         l->sp.num_ids = 16;
         l->sp.slot_of = xmalloc(sizeof *l->sp.slot_of * (size_t)l->sp.num_ids);
         for (int32_t r = 0; r < l->sp.num_ids; r++)

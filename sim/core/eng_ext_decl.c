@@ -1,6 +1,7 @@
 /*
  * eng_ext_decl.c: the declarations of the engine's extensions (eng_ext_decl.h). Adding an extension:
- * one row here, and its file and row in engine/ext/.
+ * one row here (one the engine runs itself: at its id, eng_ext_decl.h, before those run beside it),
+ * and its file and row in engine/ext/.
  */
 #include "eng_ext_decl.h"
 
@@ -10,14 +11,14 @@
 #include "util.h"
 
 static const struct eng_ext_decl decls[] = {
-    {.name = "sparsed",
+    [EXT_SPARSED] = {.name = "sparsed",
      .what = "SparseD's patterns of kept key blocks, built from each request's queries and keys, its steps "
              "attending by them",
      .keeps = "each request's pattern of kept key blocks (built from its own queries and keys)"},
-    {.name = "drift", .what = "Elastic-Cache's drift test, measured in every layer"},
-    {.name = "rollout", .what = "d2Cache's attention rollout, measured over every layer"},
-    {.name = "smooth", .what = "dInfer's IterSmooth: soft embeddings of the masked positions"},
-    {.name = "credit", .what = "dInfer's credit decoding: each logit row fused with its credits"},
+    [EXT_DRIFT] = {.name = "drift", .what = "Elastic-Cache's drift test, measured in every layer"},
+    [EXT_ROLLOUT] = {.name = "rollout", .what = "d2Cache's attention rollout, measured over every layer"},
+    [EXT_SMOOTH] = {.name = "smooth", .what = "dInfer's IterSmooth: soft embeddings of the masked positions"},
+    [EXT_CREDIT] = {.name = "credit", .what = "dInfer's credit decoding: each logit row fused with its credits"},
     {.name = "host", .what = "K/V offloaded to host memory, its transfers and host scan (HERALD's)", .beside = true},
 };
 

@@ -28,6 +28,18 @@ struct eng_ext_params {
     double sparsed_select; /* the share of key blocks each pass keeps (SparseD's select) */
 };
 
+/* The extensions the engine runs itself, by their place in the declarations (eng_ext_decl_get): the
+ * engine's table of hooks (engine/ext/eng_ext.c) has a row for each, and eng_opts.room an entry. */
+enum eng_ext_id { EXT_SPARSED, EXT_DRIFT, EXT_ROLLOUT, EXT_SMOOTH, EXT_CREDIT, EXT_ENGINE_IDS };
+
+/* The room an engine keeps for one of its extensions (eng_opts.room[id]): the requests it holds state
+ * for and the positions (rows) of each; 0 requests: the extension is off. What a position is, is the
+ * extension's own (a request's whole sequence for SparseD, the drift test and the rollout; a block's
+ * positions for credit decoding; the response's for IterSmooth). */
+struct eng_ext_room {
+    int32_t requests, positions;
+};
+
 /* The declaration named `name`, or NULL. */
 const struct eng_ext_decl *eng_ext_decl_find(const char *name);
 /* The i-th declaration, NULL past the end. */

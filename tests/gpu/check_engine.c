@@ -23,6 +23,9 @@
 #include "eng.h"
 #include "check_engine.h"
 #include "eng_gen.h"
+#include "ext_credit.h"
+#include "ext_smooth.h"
+#include "ext_sparsed.h"
 #include "eng_plan.h"
 #include "eng_ref.h"
 #include "eng_safetensors.h"
@@ -1915,11 +1918,12 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
     struct eng_opts o;
     eng_opts_defaults(&o, &check_choices);
     o.max_tokens = 1024, o.logit_chunk_rows = 64, o.kv_tokens = 4096, o.seed = 91;
-    o.credit_rows = kind == UNMASK_CREDIT ? 96 : 0;
+    if (kind == UNMASK_CREDIT)
+        o.room[EXT_CREDIT] = (struct eng_ext_room){3, 32};
     const bool focus = strcmp(policy, "focus") == 0, sparsed = strcmp(policy, "sparsed") == 0;
     o.trace_selection = focus;
     if (sparsed) /* SparseD: its patterns in blocks of 64 over the requests' 104 positions */
-        o.sparsed_positions = 128, o.sparsed_requests = 3, o.ext.sparsed_block = 64, o.ext.sparsed_select = 0.3;
+        o.room[EXT_SPARSED] = (struct eng_ext_room){3, 128}, o.ext.sparsed_block = 64, o.ext.sparsed_select = 0.3;
     const int64_t per_req = (int64_t)m->num_layers * m->num_heads * 2 * 2;
     uint8_t *spkeep = sparsed ? xmalloc((size_t)(3 * per_req)) : NULL;
     struct gen_cfg cfg = {.requests = 3, .prompt_len = 40, .gen_len = 64, .block = 32, .mask_id = m->vocab - 1,
@@ -1928,7 +1932,8 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
                           .smooth = {.on = smooth, .cont = 12, .init = 6, .growth = 2, .decay = 0.3}};
     struct policy_drive drive = {0};
     struct param_values pv = {0};
-    o.smooth_rows = smooth ? cfg.requests * cfg.gen_len : 0;
+    if (smooth)
+        o.room[EXT_SMOOTH] = (struct eng_ext_room){cfg.requests, cfg.gen_len};
     struct gen g = {0};
     struct gen_check *gc = xcalloc(1, sizeof *gc);
     eng_plan_init(&gc->p);
@@ -3066,7 +3071,7 @@ static void check_sparsed_steps(struct checker *c, const struct model_cfg *m, in
 {
     struct eng_opts o;
     ref_step_opts(&o, 0, 128);
-    o.sparsed_positions = 512, o.sparsed_requests = 2, o.ext.sparsed_block = block, o.ext.sparsed_select = 0.3;
+    o.room[EXT_SPARSED] = (struct eng_ext_room){2, 512}, o.ext.sparsed_block = block, o.ext.sparsed_select = 0.3;
     const int N[2] = {300, 200}, P[2] = {180, 150}, layers = m->num_layers, H = m->num_heads;
     struct eng *e = NULL;
     struct eng_ref *r = NULL;
