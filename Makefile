@@ -111,7 +111,8 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubu
 # the library: the simulator, traces and the engine's host code that needs no GPU (the command line,
 # sim/cli/, is the executable's own)
 ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_act.c engine/eng_host.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c \
-    engine/eng_ref_ops.c engine/eng_safetensors.c engine/eng_unmask.c engine/eng_gen.c engine/eng_anchor.c engine/eng_grid.c
+    engine/eng_ref_ops.c engine/eng_safetensors.c engine/eng_unmask.c engine/eng_gen.c engine/eng_anchor.c engine/eng_grid.c \
+    $(wildcard engine/gen_*.c)
 LIB_SRC := $(wildcard sim/core/*.c sim/*.c $(SIM_ROOMS:%=sim/%/*.c)) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
 ENGINE_GPU_SRC := $(wildcard $(ENGINE_ROOMS:%=engine/%/*.c) engine/harness/*.c)
 # the programs beside the engine library, linked against it: its GPU test suite and its benchmark

@@ -1,6 +1,7 @@
 /* eng_gen.c: a generation's host side (eng_gen.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "eng_gen.h"
+#include "eng_gen_internal.h"
 #include "kernels.h"
 #include "whole.h"
 
@@ -477,13 +478,13 @@ void gen_focus_cands(const struct step_desc *sd, const int32_t *picks, int max_p
     }
 }
 
-/* --- the step's logit rows: their credits and soft rows ------------------------------------ */
+/* --- what the extensions' host halves share (eng_gen_internal.h) --------------------------- */
 
 /* Calls f(ctx, request, logit row, response offset or -1) for each of sd's block logit rows in order
  * (the segments of the step gen_next_step built last, a driven policy's: FOCUS's rows are picked on
  * the GPU). */
-static void each_block_row(const struct gen *g, const struct step_desc *sd, void (*f)(void *, int32_t, int64_t, int32_t),
-                           void *ctx)
+void gen_each_block_row(const struct gen *g, const struct step_desc *sd,
+                        void (*f)(void *, int32_t, int64_t, int32_t), void *ctx)
 {
     TS_ASSERT(g->c.policy);
     int64_t row = 0;
@@ -499,39 +500,9 @@ static void each_block_row(const struct gen *g, const struct step_desc *sd, void
     }
 }
 
-struct rows_ctx {
-    const struct gen *g;
-    int32_t *out, *flags;  /* each row's credit row or soft row; credit's flags */
-    const int32_t *commit;
-};
-
-/* A position's credits live while its block runs: request i's credit rows i B .. i B + B - 1. */
-static void row_credit(void *ctx, int32_t i, int64_t row, int32_t o)
-{
-    const struct rows_ctx *c = ctx;
-    const struct gen_req *r = &c->g->r[i];
-    const int32_t B = c->g->c.block, k = o - r->block * B;
-    const bool in_block = o >= 0 && k >= 0 && k < B;
-    c->out[row] = in_block ? i * B + k : -1;
-    c->flags[row] = !in_block ? 0 : (r->decided[o] ? 0 : CREDIT_MASKED) |
-                                    (r->block_steps > 0 ? CREDIT_DECAY : CREDIT_CLEAR);
-}
-
-void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *state, int32_t *flags)
-{
-    struct rows_ctx c = {.g = g, .out = state, .flags = flags};
-    each_block_row(g, sd, row_credit, &c);
-}
-
-/* --- IterSmooth --------------------------------------------------------------------------- */
-
-double gen_smooth_weight(const struct gen_smooth *s, int32_t n) { return fmin(s->init + s->growth * n, s->cont); }
-
-float gen_smooth_tau(const struct gen_smooth *s, int32_t n, float tau) { return fmaxf((float)(1.0 - s->decay * n), tau); }
-
 /* An option's value of comma-separated numbers, named names[0..most) in order, into v; *n: how many. */
-static int spec_numbers(const char *opt, const char *spec, const char *form, const char *const *names, size_t most,
-                        double *v, size_t *n, struct ts_err *err)
+int gen_spec_numbers(const char *opt, const char *spec, const char *form, const char *const *names, size_t most,
+                     double *v, size_t *n, struct ts_err *err)
 {
     const char *at = spec ? spec : "";
     for (*n = 0; *at; ++*n) {
@@ -553,61 +524,6 @@ static int spec_numbers(const char *opt, const char *spec, const char *form, con
     return 0;
 }
 
-int gen_smooth_parse(const char *spec, struct gen_smooth *out, struct ts_err *err)
-{
-    static const char *const names[] = {"CONT", "INIT", "GROWTH", "DECAY"};
-    struct gen_smooth s = GEN_SMOOTH_DEFAULTS;
-    double v[4] = {s.cont, s.init, s.growth, s.decay};
-    size_t n;
-    if (spec_numbers("--iter-smooth", spec, "CONT[,INIT[,GROWTH[,DECAY]]]", names, 4, v, &n, err))
-        return -1;
-    for (size_t k = 0; k < n; k++)
-        if (!(v[k] >= 0 && v[k] <= 1e3))
-            return ts_fail(err, "--iter-smooth '%s': %s %g must be a number in 0..1000", spec, names[k], v[k]);
-    s.cont = v[0], s.init = v[1], s.growth = v[2], s.decay = v[3];
-    *out = s;
-    return 0;
-}
-
-int32_t gen_soft_rows(const struct gen *g) { return g->c.smooth.on ? g->c.requests * g->c.gen_len : 0; }
-
-static void row_slot(void *ctx, int32_t i, int64_t row, int32_t o)
-{
-    const struct rows_ctx *c = ctx;
-    c->out[row] = o < 0 ? -1 : i * c->g->c.gen_len + o;
-}
-
-void gen_smooth_rows(const struct gen *g, const struct step_desc *sd, int32_t *slot)
-{
-    struct rows_ctx c = {.g = g, .out = slot};
-    each_block_row(g, sd, row_slot, &c);
-}
-
-void gen_smooth_taus(const struct gen *g, const struct step_desc *sd, float tau, float *taus)
-{
-    int32_t n = 0;
-    for (int32_t s = 0; s < sd->num_segs; s++) {
-        const struct gen_req *r = &g->r[g->seg_req[s]];
-        if (r->last == GEN_SEG_BLOCK)
-            taus[n++] = gen_smooth_tau(&g->c.smooth, r->steps, tau);
-    }
-}
-
-static void row_keep(void *ctx, int32_t i, int64_t row, int32_t o)
-{
-    const struct rows_ctx *c = ctx;
-    struct gen_req *r = &c->g->r[i];
-    if (o >= 0)
-        r->soft_w[o] = r->decided[o] || c->commit[row] >= 0 ? 0.0f
-                                                           : (float)gen_smooth_weight(&c->g->c.smooth, r->steps);
-}
-
-void gen_smooth_keep(struct gen *g, const struct step_desc *sd, const int32_t *commit)
-{
-    struct rows_ctx c = {.g = g, .commit = commit};
-    each_block_row(g, sd, row_keep, &c);
-}
-
 /* --- Prophet's early commit ---------------------------------------------------------------- */
 
 int gen_prophet_parse(const char *spec, struct gen_prophet *out, struct ts_err *err)
@@ -616,7 +532,7 @@ int gen_prophet_parse(const char *spec, struct gen_prophet *out, struct ts_err *
     struct gen_prophet p = GEN_PROPHET_DEFAULTS;
     double v[4] = {-1, p.early, p.mid, p.late};
     size_t n;
-    if (spec_numbers("--prophet", spec, "OFFSET[,EARLY,MID,LATE]", names, 4, v, &n, err))
+    if (gen_spec_numbers("--prophet", spec, "OFFSET[,EARLY,MID,LATE]", names, 4, v, &n, err))
         return -1;
     if (n != 1 && n != 4)
         return ts_fail(err, "--prophet '%s': the answer's offset alone, or with the three thresholds "
@@ -681,210 +597,6 @@ int gen_prophet_apply(struct gen *g, const struct step_desc *sd, const int32_t *
         finished++;
     }
     return finished;
-}
-
-/* --- Elastic-Cache's drift test ----------------------------------------------------------- */
-
-int gen_elastic_parse(const char *spec, struct gen_elastic *out, struct ts_err *err)
-{
-    static const char *const names[] = {"GAMMA", "WINDOW"};
-    struct gen_elastic ec = GEN_ELASTIC_DEFAULTS;
-    double v[2] = {ec.gamma, ec.window};
-    size_t n;
-    if (spec_numbers("--elastic-drift", spec, "GAMMA[,WINDOW]", names, 2, v, &n, err))
-        return -1;
-    if (n < 1)
-        return ts_fail(err, "--elastic-drift '': the drift bound GAMMA, optionally the window (GAMMA[,WINDOW])");
-    if (!(v[0] >= 0 && v[0] <= 1))
-        return ts_fail(err, "--elastic-drift '%s': GAMMA %g must be a cosine similarity in 0..1", spec, v[0]);
-    if (!(v[1] >= 1 && v[1] <= GEN_ELASTIC_MAX_WINDOW) || v[1] != floor(v[1]))
-        return ts_fail(err, "--elastic-drift '%s': WINDOW %g must be a whole number of positions in 1..%d", spec, v[1],
-                       GEN_ELASTIC_MAX_WINDOW);
-    ec.gamma = v[0], ec.window = (int32_t)v[1];
-    *out = ec;
-    return 0;
-}
-
-int32_t gen_elastic_reqs(struct gen *g, const struct step_desc *sd, struct eng_drift_req *out, int32_t *sel,
-                         int32_t *rowmap, uint8_t *eligible, struct ts_err *err)
-{
-    const int32_t G = g->c.gen_len, W = g->c.elastic.window;
-    int64_t at = 0; /* rowmap's and eligible's offset: each entry's N after the one before */
-    for (int32_t s = 0; s < sd->num_segs; s++) {
-        const struct segment *seg = &sd->segs[s];
-        const int32_t i = g->seg_req[s];
-        struct gen_req *r = &g->r[i];
-        const int32_t N = r->P + G;
-        int32_t *map = rowmap + at, placed = 0;
-        for (int32_t p = 0; p < N; p++)
-            map[p] = -1;
-        for (int32_t k = 0; seg->q == N && seg->kv == 0 && k < r->nrow; k++)
-            if (r->rowpos[k] >= 0 && r->rowpos[k] < N && map[r->rowpos[k]] < 0)
-                map[r->rowpos[k]] = k, placed++;
-        if (placed != N)
-            return ts_fail(err, "--elastic-drift: request %d's step runs %d rows over %d cached, not each of its %d "
-                                "positions (--policy vanilla)", i, seg->q, seg->kv, N);
-        int32_t *mine = sel + (int64_t)s * K_DRIFT_MAX_ROWS, nwin = 0;
-        for (int32_t o = 0; o < G && nwin < W; o++)
-            if (!r->decided[o])
-                mine[nwin++] = r->P + o;
-        const int32_t ntrack = r->ec_measured ? TS_MIN(r->ec_ntrack, K_DRIFT_MAX_ROWS - nwin) : 0;
-        memcpy(mine + nwin, r->ec_track, sizeof *mine * (size_t)ntrack);
-        uint8_t *el = eligible + 2 * at, *qu = el + N; /* eligible: decided; queried: the rows Elastic's step runs */
-        memset(el, 1, (size_t)r->P);
-        memset(qu, !r->ec_measured, (size_t)N);
-        for (int32_t o = 0; o < G; o++) {
-            el[r->P + o] = r->decided[o];
-            qu[r->P + o] |= r->decided[o] && !r->ec_seen[o]; /* decoded by the step before */
-            r->ec_seen[o] = r->decided[o];
-        }
-        for (int32_t k = 0; k < nwin + ntrack; k++)
-            qu[mine[k]] = 1;
-        out[s] = (struct eng_drift_req){.seg = s, .req = i, .N = N, .nwin = nwin, .ntrack = ntrack, .sel = mine,
-                                        .rowmap = map, .eligible = el, .queried = qu,
-                                        .gamma = (float)g->c.elastic.gamma};
-        at += N;
-    }
-    return sd->num_segs;
-}
-
-void gen_elastic_apply(struct gen *g, const struct eng_drift_req *q, int32_t n, const int32_t *track,
-                       const float *sim)
-{
-    const int32_t layers = g->c.elastic.layers;
-    for (int32_t i = 0; i < n; i++) {
-        struct gen_req *r = &g->r[q[i].req];
-        const int32_t *t = track + (int64_t)i * layers;
-        const float *sm = sim + (int64_t)i * layers;
-        if (q[i].ntrack > 0) {
-            r->ec_tested++, g->ec_tested++, g->ec_tracked += q[i].ntrack, r->ec_tracked += q[i].ntrack;
-            int32_t l = 0;
-            while (l < layers && !(sm[l] < g->c.elastic.gamma)) /* (NaN: no test) */
-                l++;
-            if (l + 1 < layers)
-                r->ec_refreshes++, g->ec_refreshes++, g->ec_from[l + 1]++;
-        }
-        r->ec_ntrack = 0; /* the distinct positions the layers track, in layer order */
-        for (int32_t l = 0; l < layers; l++) {
-            bool seen = t[l] < 0;
-            for (int32_t k = 0; k < r->ec_ntrack && !seen; k++)
-                seen = r->ec_track[k] == t[l];
-            if (!seen)
-                r->ec_track[r->ec_ntrack++] = t[l];
-        }
-        r->ec_measured = true;
-    }
-}
-
-/* --- d2Cache's attention rollout --------------------------------------------------------- */
-
-int gen_rollout_parse(const char *spec, struct gen_rollout *out, struct ts_err *err)
-{
-    static const char *const names[] = {"P", "K"};
-    struct gen_rollout ro = GEN_ROLLOUT_DEFAULTS;
-    double v[2] = {ro.p, ro.k};
-    size_t n;
-    if (spec_numbers("--d2-rollout", spec, "P[,K]", names, 2, v, &n, err))
-        return -1;
-    if (n < 1 || !(v[0] >= 0 && v[0] <= 1))
-        return ts_fail(err, "--d2-rollout '%s': P, the nucleus's share of the other positions' importance, in 0..1",
-                       spec);
-    if (!(v[1] >= 0 && v[1] <= 1 << 20) || v[1] != floor(v[1]))
-        return ts_fail(err, "--d2-rollout '%s': K %g must be a whole number of masked positions", spec, v[1]);
-    ro.p = v[0], ro.k = (int32_t)v[1];
-    *out = ro;
-    return 0;
-}
-
-static const float *desc_key; /* (qsort's comparison reads the keys of the indices it orders here) */
-
-/* The larger key first, then the lower index. */
-static int by_key_desc(const void *a, const void *b)
-{
-    const int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
-    const float x = desc_key[i], y = desc_key[j];
-    return x > y ? -1 : x < y ? 1 : (i > j) - (i < j);
-}
-
-/* Indices order[0..m) by key, the largest first (ties: the lower index). */
-static void sort_desc(int32_t *order, int32_t m, const float *key)
-{
-    desc_key = key;
-    qsort(order, (size_t)m, sizeof *order, by_key_desc);
-}
-
-/* The position of row k of r's segment in the step built last, and whether it is decided (the prompt's
- * always). */
-static int32_t row_pos(const struct gen_req *r, int32_t k) { return r->nrow ? r->rowpos[k] : k; }
-static bool pos_decided(const struct gen_req *r, int32_t pos) { return pos < r->P || r->decided[pos - r->P]; }
-
-int32_t gen_rollout_nucleus(const float *score, const uint8_t *eligible, int32_t n, double p, int32_t *order)
-{
-    int32_t m = 0;
-    double total = 1e-9;
-    for (int32_t k = 0; k < n; k++)
-        if (eligible[k]) {
-            order[m++] = k;
-            total += score[k];
-        }
-    sort_desc(order, m, score);
-    int32_t kept = 0;
-    for (double cum = 0; kept < m && (cum += score[order[kept]] / total) <= p;)
-        kept++;
-    return m > 0 ? TS_MAX(kept, 1) : 0;
-}
-
-int32_t gen_rollout_reqs(struct gen *g, const struct step_desc *sd, struct eng_rollout_req *out, uint8_t *before,
-                         int32_t stride, struct ts_err *err)
-{
-    for (int32_t s = 0; s < sd->num_segs; s++) {
-        const struct segment *seg = &sd->segs[s];
-        const int32_t i = g->seg_req[s];
-        const struct gen_req *r = &g->r[i];
-        const int32_t N = r->P + g->c.gen_len;
-        uint8_t *el = before + (int64_t)s * stride;
-        bool whole = seg->q == N && seg->kv == 0 && seg->logit_rows == N && (r->nrow == N || r->nrow == 0);
-        for (int32_t k = 0; whole && k < N; k++) {
-            const int32_t pos = row_pos(r, k); /* (nrow 0: where the plan puts them) */
-            whole = pos >= 0 && pos < N;
-            el[k] = whole && pos_decided(r, pos);
-        }
-        if (!whole)
-            return ts_fail(err, "--d2-rollout: request %d's step runs %d rows over %d cached, not each of its %d "
-                                "positions (--policy vanilla)", i, seg->q, seg->kv, N);
-        out[s] = (struct eng_rollout_req){.seg = s, .N = N};
-    }
-    return sd->num_segs;
-}
-
-void gen_rollout_apply(struct gen *g, const struct step_desc *sd, const struct eng_rollout_req *q, int32_t n,
-                       const float *importance, const float *conf, uint8_t *before, int32_t stride, int32_t *order)
-{
-    int64_t row0 = 0; /* the segment's first logit row: a whole-sequence step's rows each have theirs */
-    for (int32_t s = 0; s < n; row0 += sd->segs[q[s].seg].logit_rows, s++) {
-        struct gen_req *r = &g->r[g->seg_req[q[s].seg]];
-        uint8_t *el = before + (int64_t)s * stride;
-        int32_t masked = 0;
-        for (int32_t k = 0; k < q[s].N; k++) { /* decoded by this step: not a candidate; still masked: listed */
-            const bool now = pos_decided(r, row_pos(r, k));
-            el[k] = now && el[k];
-            if (!now)
-                order[masked++] = k;
-        }
-        sort_desc(order, masked, conf + row0);
-        for (int32_t j = 0; j < masked; j++) /* the k most certain run anyway, the rest are candidates */
-            el[order[j]] = j >= g->c.rollout.k;
-        int32_t m = 0;
-        for (int32_t k = 0; k < q[s].N; k++)
-            m += el[k];
-        if (m == 0)
-            continue;
-        const int32_t kept = gen_rollout_nucleus(importance + (int64_t)s * stride, el, q[s].N, g->c.rollout.p, order);
-        r->d2_steps++, g->d2_steps++;
-        r->d2_nucleus += kept, g->d2_nucleus += kept;
-        r->d2_eligible += m, g->d2_eligible += m;
-        r->d2_share += (double)kept / m, g->d2_share += (double)kept / m;
-    }
 }
 
 double gen_tpf(const struct gen *g) { return g->block_segs > 0 ? (double)g->decoded / (double)g->block_segs : 0; }
