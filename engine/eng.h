@@ -155,8 +155,8 @@ const char *eng_device_name(const struct eng *e);
  * max_tokens, is refused before any launch. */
 int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, float *ms,
              struct ts_err *err);
-/* Frees a finished request's KV pages. (A step's selecting requests keep the pages of their kept
- * keys alone once eng_step returns.) */
+/* Frees a finished request's KV pages and what the extensions keep for it. (A step's selecting
+ * requests keep the pages of their kept keys alone once eng_step returns.) */
 void eng_release(struct eng *e, int32_t req_id);
 /* The KV pool's free pages now. */
 int32_t eng_pool_free_pages(const struct eng *e);
@@ -191,9 +191,11 @@ int eng_pull(struct eng *e, const struct eng_pool *src, const int32_t *pages, in
 int eng_adopt(struct eng *e, int64_t ticket, int32_t req_id, struct ts_err *err);
 void eng_drop(struct eng *e, int64_t ticket);
 
-/* Generation. The steps that follow embed t's tokens where it has them (a request's real tokens, the
- * mask token at its undecided positions) instead of the hash of eng_opts.seed, and run a segment's
- * query rows at t's q_pos where it gives one (eng_plan_set_ids); NULL: the hash everywhere. */
+/* What the engine knows of the requests. The steps that follow embed t's tokens where it has them (a
+ * request's real tokens, the mask token at its undecided positions; t->id NULL: none) instead of the
+ * hash of eng_opts.seed, and run a segment's query rows at t's q_pos where it gives one
+ * (eng_plan_set_ids); the extensions read the prompts' lengths it gives. NULL: the hash everywhere,
+ * no lengths. */
 void eng_set_tokens(struct eng *e, const struct eng_tokens *t);
 /* The unmasking decision of the last step on the GPU (k_unmask; eng_unmask.h has the rules): n
  * blocks of its logit rows, block g rows groups[2g] .. groups[2g] + groups[2g + 1] - 1, and each

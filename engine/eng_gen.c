@@ -249,9 +249,32 @@ static int32_t gen_soft(void *ctx, int32_t req, int32_t pos, float *w)
     return req * g->c.gen_len + o;
 }
 
+static int32_t gen_prompt(void *ctx, int32_t req)
+{
+    const struct gen *g = ctx;
+    return req >= 0 && req < g->c.requests ? g->r[req].P : -1;
+}
+
 struct eng_tokens gen_tokens(struct gen *g)
 {
-    return (struct eng_tokens){.id = gen_token, .pos = gen_row_pos, .soft = g->c.smooth.on ? gen_soft : NULL, .ctx = g};
+    return (struct eng_tokens){.id = gen_token, .pos = gen_row_pos, .soft = g->c.smooth.on ? gen_soft : NULL,
+                               .prompt = gen_prompt, .ctx = g};
+}
+
+int32_t gen_longest(const struct gen *g)
+{
+    int32_t most = 0;
+    for (int32_t i = 0; i < g->c.requests; i++)
+        most = TS_MAX(most, g->r[i].P + g->c.gen_len);
+    return most;
+}
+
+int64_t gen_rows_most(const struct gen *g)
+{
+    int64_t most = 0;
+    for (int32_t i = 0; i < g->c.requests; i++)
+        most += g->r[i].P + g->c.gen_len;
+    return most;
 }
 
 /* FOCUS's block step for r into s: its decided positions not yet cached, then its masked ones (the

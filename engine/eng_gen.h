@@ -192,9 +192,13 @@ bool gen_whole(const struct gen_cfg *c);
 bool gen_every_position(const struct gen_cfg *c);
 /* Request req's token id at pos, -1 past its end. */
 int32_t gen_token(void *ctx, int32_t req, int32_t pos);
-/* The engine's view of g's tokens (eng_set_tokens, eng_plan_set_ids): each request's ids, and where
- * its segment's rows sit. */
+/* The engine's view of g's tokens (eng_set_tokens, eng_plan_set_ids): each request's ids, where its
+ * segment's rows sit, and its prompt's length. */
 struct eng_tokens gen_tokens(struct gen *g);
+/* The longest sequence of g's requests (prompt and response), and their sum: a step's logit rows at
+ * most. */
+int32_t gen_longest(const struct gen *g);
+int64_t gen_rows_most(const struct gen *g);
 /* The next step into sd (cleared first; its knobs set), its blocks' rows as unmask groups ([2 n]
  * first logit row and rows; room for c->requests) and each logit row's masked flag (room for the
  * step's logit rows: c->requests * (prompt + gen_len) at most). false when every request is done. */

@@ -154,6 +154,8 @@ struct eng_tokens {
     /* IterSmooth (eng_smooth_next; NULL: none): the soft-embedding row the position's embedding
      * adds, times *w, or -1 */
     int32_t (*soft)(void *ctx, int32_t req_id, int32_t pos, float *w);
+    /* A request's prompt length, for the extensions that read it (SparseD's patterns; NULL: unknown) */
+    int32_t (*prompt)(void *ctx, int32_t req_id);
     void *ctx;
 };
 /* Applies t to p: the hashed token ids of p (its front plan's, a layered step's hidden rows')

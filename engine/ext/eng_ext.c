@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "eng_ext_decl.h"
+#include "gen_ext.h"
 
 extern const struct eng_ext ext_sparsed, ext_drift, ext_rollout, ext_smooth, ext_credit;
 
@@ -157,3 +158,19 @@ void eng_exts_step_done(struct eng *e, const struct step_desc *sd)
             eng_exts[i]->step_done(e, e->ext[i], sd);
 }
 
+void eng_exts_release(struct eng *e, int32_t req_id)
+{
+    for (int i = 0; i < eng_num_exts; i++)
+        if (eng_exts[i]->release)
+            eng_exts[i]->release(e, e->ext[i], req_id);
+}
+
+const struct gen_ext *eng_ext_gen(int i, enum eng_ext_id *id)
+{
+    for (int r = 0; r < eng_num_exts; r++)
+        if (eng_exts[r]->gen && i-- == 0) {
+            *id = eng_exts[r]->id;
+            return eng_exts[r]->gen;
+        }
+    return NULL;
+}

@@ -20,7 +20,8 @@
  *   after_layers  after the last layer;
  *   head_sampled  per LM-head chunk, after the argmax and confidence (timed as the sampling);
  *   head_chunk    then, after every extension's head_sampled;
- *   step_done     after the step ran (eng_step): its results become the next step's inputs.
+ *   step_done     after the step ran (eng_step): its results become the next step's inputs;
+ *   release       a request released (eng_release): what the extension keeps for it, dropped.
  * Every hook may be NULL. An extension's entry points (eng_drift_next, ...) set what its next step
  * does; without them its hooks do nothing, but where a step's own knobs ask for its work
  * (step_desc.iter_smooth: IterSmooth's products, kept or not).
@@ -29,6 +30,8 @@
 #define TESSERA_ENG_EXT_H
 
 #include "eng_internal.h"
+
+struct gen_ext;
 
 /* One LM-head chunk: its logits [rows, vocab] and its rows' argmax, max and confidence from row c0. */
 struct eng_chunk {
@@ -63,6 +66,8 @@ struct eng_ext {
     int (*head_sampled)(struct eng *e, void *st, const struct eng_chunk *c, struct ts_err *err);
     int (*head_chunk)(struct eng *e, void *st, const struct eng_chunk *c, struct ts_err *err);
     void (*step_done)(struct eng *e, void *st, const struct step_desc *sd);
+    void (*release)(struct eng *e, void *st, int32_t req_id);
+    const struct gen_ext *gen; /* its hooks in `tessera engine generate` (gen_ext.h); NULL: none */
 };
 
 /* The table (eng_ext.c), eng_num_exts rows. */
@@ -94,5 +99,6 @@ int eng_exts_after_layers(struct eng *e, int layers, struct ts_err *err);
 int eng_exts_head_sampled(struct eng *e, const struct eng_chunk *c, struct ts_err *err);
 int eng_exts_head_chunk(struct eng *e, const struct eng_chunk *c, struct ts_err *err);
 void eng_exts_step_done(struct eng *e, const struct step_desc *sd);
+void eng_exts_release(struct eng *e, int32_t req_id);
 
 #endif

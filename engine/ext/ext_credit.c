@@ -7,7 +7,9 @@
 #include "ext_credit.h"
 
 #include "eng_ext.h"
+#include "gen_ext.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 _Static_assert((int)K_CREDIT_MAX == (int)CREDIT_MAX && (int)K_CREDIT_MASKED == (int)CREDIT_MASKED &&
@@ -122,7 +124,50 @@ int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *s
     return 0;
 }
 
+/* --- in a generation (gen_ext.h): each step's rows named with their positions' credits ----------- */
+
+struct credit_gen {
+    int32_t *state, *flags; /* each logit row's credit row and flags (gen_credit_rows) */
+};
+
+static bool credit_gen_on(const struct gen *g, const struct unmask_rule *u)
+{
+    (void)g;
+    return u->kind == UNMASK_CREDIT;
+}
+
+/* a block of credit rows a request */
+static struct eng_ext_room credit_gen_room(const struct gen *g)
+{
+    return (struct eng_ext_room){g->c.requests, g->c.block};
+}
+
+static void credit_gen_start(void *st, const struct gen *g)
+{
+    struct credit_gen *x = st;
+    x->state = xmalloc(sizeof *x->state * (size_t)gen_rows_most(g));
+    x->flags = xmalloc(sizeof *x->flags * (size_t)gen_rows_most(g));
+}
+
+static void credit_gen_stop(void *st)
+{
+    struct credit_gen *x = st;
+    free(x->state), free(x->flags);
+}
+
+static int credit_gen_before(void *st, struct gen_step *s, struct ts_err *err)
+{
+    struct credit_gen *x = st;
+    gen_credit_rows(s->g, s->sd, x->state, x->flags);
+    return eng_credit_next(s->e, s->u, x->state, x->flags, (int32_t)s->sd->tot.logit_rows, err);
+}
+
+static const struct gen_ext credit_gen = {
+    .on = credit_gen_on, .room = credit_gen_room, .state_bytes = sizeof(struct credit_gen),
+    .start = credit_gen_start, .stop = credit_gen_stop, .before = credit_gen_before,
+};
+
 const struct eng_ext ext_credit = {
     .id = EXT_CREDIT, .state_bytes = sizeof(struct credit), .create = credit_create, .destroy = credit_destroy,
-    .prepare = credit_prepare, .head_sampled = credit_fuse_rows, .step_done = credit_step_done,
+    .prepare = credit_prepare, .head_sampled = credit_fuse_rows, .step_done = credit_step_done, .gen = &credit_gen,
 };

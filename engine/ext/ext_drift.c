@@ -6,6 +6,7 @@
 #include "ext_drift.h"
 
 #include "eng_ext.h"
+#include "gen_ext.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -186,8 +187,98 @@ static void drift_step_done(struct eng *e, void *st, const struct step_desc *sd)
 
 static bool drift_pending(const void *st) { return ((const struct drift *)st)->drift_pending; }
 
+/* --- in a generation (gen_ext.h): the test measured on each step, its counts reported ------------ */
+
+struct drift_gen {
+    struct eng_drift_req *q; /* each request's entry (gen_elastic_reqs) and its buffers */
+    int32_t *sel, *rowmap, n;
+    uint8_t *elig;
+    int32_t *track; /* each entry's answers a layer (eng_drift_out) */
+    float *sim;
+};
+
+static bool drift_gen_on(const struct gen *g, const struct unmask_rule *u)
+{
+    (void)u;
+    return g->c.elastic.on;
+}
+
+static struct eng_ext_room drift_gen_room(const struct gen *g)
+{
+    return (struct eng_ext_room){g->c.requests, gen_longest(g)};
+}
+
+static void drift_gen_start(void *st, const struct gen *g)
+{
+    struct drift_gen *x = st;
+    const size_t n = (size_t)g->c.requests, most = (size_t)gen_rows_most(g), layers = (size_t)g->c.elastic.layers;
+    x->q = xmalloc(sizeof *x->q * n);
+    x->sel = xmalloc(sizeof *x->sel * n * K_DRIFT_MAX_ROWS);
+    x->elig = xmalloc(2 * most);
+    x->rowmap = xmalloc(sizeof *x->rowmap * most);
+    x->track = xmalloc(sizeof *x->track * n * layers);
+    x->sim = xmalloc(sizeof *x->sim * n * layers);
+}
+
+static void drift_gen_stop(void *st)
+{
+    struct drift_gen *x = st;
+    free(x->q), free(x->sel), free(x->elig), free(x->rowmap), free(x->track), free(x->sim);
+}
+
+static int drift_gen_before(void *st, struct gen_step *s, struct ts_err *err)
+{
+    struct drift_gen *x = st;
+    return (x->n = gen_elastic_reqs(s->g, s->sd, x->q, x->sel, x->rowmap, x->elig, err)) < 0 ||
+                   eng_drift_next(s->e, x->q, x->n, err)
+               ? -1
+               : 0;
+}
+
+static int drift_gen_after(void *st, struct gen_step *s, struct ts_err *err)
+{
+    struct drift_gen *x = st;
+    if (eng_drift_out(s->e, x->track, x->sim, err))
+        return -1;
+    gen_elastic_apply(s->g, x->q, x->n, x->track, x->sim);
+    return 0;
+}
+
+/* The share of tested steps that would refresh, the layers they would start at (median and quartiles)
+ * and the tokens tracked a step. */
+static void drift_gen_report(const void *st, const struct gen *g)
+{
+    (void)st;
+    const int32_t layers = g->c.elastic.layers;
+    int32_t q[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        int64_t seen = 0;
+        const double want = g->ec_refreshes * 0.25 * (k + 1);
+        for (q[k] = 0; q[k] < layers && (double)(seen += g->ec_from[q[k]]) < want; q[k]++)
+            ;
+    }
+    printf("  Elastic drift    %lld of %lld tested steps would refresh (%.4f; bound %g, window %d), from layer %d "
+           "(median; quartiles %d, %d), %.1f tracked tokens a step\n", (long long)g->ec_refreshes,
+           (long long)g->ec_tested, g->ec_tested ? (double)g->ec_refreshes / (double)g->ec_tested : 0,
+           g->c.elastic.gamma, g->c.elastic.window, q[1], q[0], q[2],
+           g->ec_tested ? (double)g->ec_tracked / (double)g->ec_tested : 0);
+}
+
+static void drift_gen_outcome(const struct gen *g, int32_t i, FILE *f)
+{
+    const struct gen_req *r = &g->r[i];
+    fprintf(f, "\"elastic_tested\": %d, \"elastic_refreshes\": %d, \"elastic_tracked\": %lld, ", r->ec_tested,
+            r->ec_refreshes, (long long)r->ec_tracked);
+}
+
+static const struct gen_ext drift_gen = {
+    .on = drift_gen_on, .room = drift_gen_room, .state_bytes = sizeof(struct drift_gen), .start = drift_gen_start,
+    .stop = drift_gen_stop, .before = drift_gen_before, .after = drift_gen_after, .report = drift_gen_report,
+    .outcome = drift_gen_outcome,
+};
+
 const struct eng_ext ext_drift = {
     .id = EXT_DRIFT, .state_bytes = sizeof(struct drift), .reserve = drift_reserve, .create = drift_create,
     .destroy = drift_destroy, .one_gpu = true, .pending = drift_pending,
-    .after_attention = drift_layer, .step_done = drift_step_done,
+    .after_attention = drift_layer, .step_done = drift_step_done, .gen = &drift_gen,
 };

@@ -7,6 +7,7 @@
 #include "ext_rollout.h"
 
 #include "eng_ext.h"
+#include "gen_ext.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -145,9 +146,89 @@ static void rollout_step_done(struct eng *e, void *st, const struct step_desc *s
 
 static bool rollout_pending(const void *st) { return ((const struct rollout *)st)->ro_pending; }
 
+/* --- in a generation (gen_ext.h): the rollout measured on each step, d2Cache's rule applied to it -- */
+
+struct rollout_gen {
+    struct eng_rollout_req *q; /* each request's entry (gen_rollout_reqs) */
+    float *imp;                /* its rows' importance and eligibility, a stride apart */
+    uint8_t *elig;
+    int32_t *order, n, stride; /* the nucleus's scratch */
+};
+
+static bool rollout_gen_on(const struct gen *g, const struct unmask_rule *u)
+{
+    (void)u;
+    return g->c.rollout.on;
+}
+
+static struct eng_ext_room rollout_gen_room(const struct gen *g)
+{
+    return (struct eng_ext_room){g->c.requests, gen_longest(g)};
+}
+
+static void rollout_gen_start(void *st, const struct gen *g)
+{
+    struct rollout_gen *x = st;
+    const size_t n = (size_t)g->c.requests;
+    x->stride = gen_longest(g);
+    x->q = xmalloc(sizeof *x->q * n);
+    x->imp = xmalloc(sizeof *x->imp * n * (size_t)x->stride);
+    x->elig = xmalloc(n * (size_t)x->stride);
+    x->order = xmalloc(sizeof *x->order * (size_t)x->stride);
+}
+
+static void rollout_gen_stop(void *st)
+{
+    struct rollout_gen *x = st;
+    free(x->q), free(x->imp), free(x->elig), free(x->order);
+}
+
+static int rollout_gen_before(void *st, struct gen_step *s, struct ts_err *err)
+{
+    struct rollout_gen *x = st;
+    return (x->n = gen_rollout_reqs(s->g, s->sd, x->q, x->elig, x->stride, err)) < 0 ||
+                   eng_rollout_next(s->e, x->q, x->n, err)
+               ? -1
+               : 0;
+}
+
+static int rollout_gen_after(void *st, struct gen_step *s, struct ts_err *err)
+{
+    return eng_rollout_out(s->e, ((struct rollout_gen *)st)->imp, err);
+}
+
+/* (after the commits: what the next step of d2Cache's would run) */
+static void rollout_gen_applied(void *st, const struct gen_step *s)
+{
+    struct rollout_gen *x = st;
+    gen_rollout_apply(s->g, s->sd, x->q, x->n, x->imp, s->out->conf, x->elig, x->stride, x->order);
+}
+
+static void rollout_gen_report(const void *st, const struct gen *g)
+{
+    (void)st;
+    printf("  d2 rollout       a nucleus of %.4f of the other positions a step (mean over %lld measured steps; "
+           "%.1f of %.1f on average; p %g, k %d)\n", g->d2_steps ? g->d2_share / (double)g->d2_steps : 0,
+           (long long)g->d2_steps, g->d2_steps ? (double)g->d2_nucleus / (double)g->d2_steps : 0,
+           g->d2_steps ? (double)g->d2_eligible / (double)g->d2_steps : 0, g->c.rollout.p, g->c.rollout.k);
+}
+
+static void rollout_gen_outcome(const struct gen *g, int32_t i, FILE *f)
+{
+    const struct gen_req *r = &g->r[i];
+    fprintf(f, "\"d2_steps\": %d, \"d2_nucleus\": %lld, \"d2_eligible\": %lld, \"d2_share\": %.6f, ", r->d2_steps,
+            (long long)r->d2_nucleus, (long long)r->d2_eligible, r->d2_steps ? r->d2_share / r->d2_steps : 0.0);
+}
+
+static const struct gen_ext rollout_gen = {
+    .on = rollout_gen_on, .room = rollout_gen_room, .state_bytes = sizeof(struct rollout_gen),
+    .start = rollout_gen_start, .stop = rollout_gen_stop, .before = rollout_gen_before, .after = rollout_gen_after,
+    .applied = rollout_gen_applied, .report = rollout_gen_report, .outcome = rollout_gen_outcome,
+};
+
 const struct eng_ext ext_rollout = {
     .id = EXT_ROLLOUT, .state_bytes = sizeof(struct rollout), .refused = rollout_refused,
     .reserve = rollout_reserve, .create = rollout_create, .destroy = rollout_destroy,
     .one_gpu = true, .pending = rollout_pending, .after_attention = rollout_layer,
-    .after_layers = rollout_importance, .step_done = rollout_step_done,
+    .after_layers = rollout_importance, .step_done = rollout_step_done, .gen = &rollout_gen,
 };

@@ -8,7 +8,9 @@
 #include "ext_smooth.h"
 
 #include "eng_ext.h"
+#include "gen_ext.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define SMOOTH_SUB 256 /* IterSmooth's GEMM rows at a time (the products' buffer) */
@@ -204,9 +206,62 @@ int eng_soft_rows(struct eng *e, float *dst, int32_t first, int32_t n, struct ts
                             "soft", err);
 }
 
+/* --- in a generation (gen_ext.h): each step's soft rows and decaying thresholds, the weights kept -- */
+
+struct smooth_gen {
+    int32_t *slot; /* each logit row's soft row (gen_smooth_rows) */
+    float *taus;   /* each unmask group's threshold (gen_smooth_taus) */
+};
+
+static bool smooth_gen_on(const struct gen *g, const struct unmask_rule *u)
+{
+    (void)u;
+    return g->c.smooth.on;
+}
+
+/* a soft row a response position (gen_soft_rows) */
+static struct eng_ext_room smooth_gen_room(const struct gen *g)
+{
+    return (struct eng_ext_room){g->c.requests, g->c.gen_len};
+}
+
+static void smooth_gen_start(void *st, const struct gen *g)
+{
+    struct smooth_gen *x = st;
+    x->slot = xmalloc(sizeof *x->slot * (size_t)gen_rows_most(g));
+    x->taus = xmalloc(sizeof *x->taus * (size_t)g->c.requests);
+}
+
+static void smooth_gen_stop(void *st)
+{
+    struct smooth_gen *x = st;
+    free(x->slot), free(x->taus);
+}
+
+static int smooth_gen_before(void *st, struct gen_step *s, struct ts_err *err)
+{
+    struct smooth_gen *x = st;
+    gen_smooth_rows(s->g, s->sd, x->slot);
+    gen_smooth_taus(s->g, s->sd, s->u->tau, x->taus);
+    s->taus = x->taus;
+    return eng_smooth_next(s->e, x->slot, (int32_t)s->sd->tot.logit_rows, err);
+}
+
+static void smooth_gen_committed(void *st, const struct gen_step *s)
+{
+    (void)st;
+    gen_smooth_keep(s->g, s->sd, s->commit);
+}
+
+static const struct gen_ext smooth_gen = {
+    .on = smooth_gen_on, .room = smooth_gen_room, .state_bytes = sizeof(struct smooth_gen),
+    .start = smooth_gen_start, .stop = smooth_gen_stop, .before = smooth_gen_before,
+    .committed = smooth_gen_committed,
+};
+
 const struct eng_ext ext_smooth = {
     .id = EXT_SMOOTH, .state_bytes = sizeof(struct smooth), .reserve = smooth_reserve, .create = smooth_create,
     .destroy = smooth_destroy, .refuse_step = smooth_refuse_step, .prepare = smooth_prepare,
     .after_embed = smooth_embed, .head_sampled = smooth_keep_stats, .head_chunk = smooth_chunk,
-    .step_done = smooth_step_done,
+    .step_done = smooth_step_done, .gen = &smooth_gen,
 };

@@ -4,6 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "eng_internal.h"
+#include "eng_ext.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@ int32_t eng_pool_free_pages(const struct eng *e) { return e->kv.num_free; }
 void eng_release(struct eng *e, int32_t req_id)
 {
     eng_kv_release(&e->kv, req_id);
+    eng_exts_release(e, req_id);
     if (e->focus_prog && req_id >= 0 && req_id < EVICT_REQS) /* a request id used again starts afresh */
         cudaMemsetAsync(e->focus_prog + req_id, 0xff, sizeof(int32_t), e->stream);
 }

@@ -18,9 +18,7 @@
 #include "config.h"
 #include "eng.h"
 #include "eng_gen.h"
-#include "ext_credit.h"
-#include "ext_smooth.h"
-#include "ext_sparsed.h"
+#include "gen_ext.h"
 #include "kernels.h"
 #include "harness.h"
 #include "model.h"
@@ -364,52 +362,37 @@ struct gen_run {
     double step_ms, unmask_ms;
     float *ms; /* each step's */
     int64_t nms, cap;
-    /* SparseD (policy sparsed): the patterns built, and over their layers, heads and query blocks,
-     * pass 1's top blocks and those of them in the prompt */
-    int64_t sp_built, sp_top, sp_prompt;
+    /* the extensions the generation runs (gen_ext.h) and their states */
+    const struct gen_ext *ext[EXT_ENGINE_IDS];
+    void *ext_st[EXT_ENGINE_IDS];
+    int num_ext;
 };
 
-/* SparseD's entries of step sd (policy sparsed; eng_sparsed_next): a segment scoring more keys than
- * its rows builds its request's pattern (slot: the request), one scoring fewer attends by it. */
-static int sparsed_next(struct eng *e, const struct gen *g, const struct step_desc *sd, struct eng_sparsed_req *q,
-                        struct ts_err *err)
+/* The extensions g runs with rule u (gen_ext.h), each its room in o and its state started. */
+static void gen_exts_start(struct gen_run *run, const struct gen *g, const struct unmask_rule *u,
+                           struct eng_opts *o)
 {
-    int32_t n = 0;
-    for (int32_t s = 0; s < sd->num_segs; s++) {
-        const struct segment *x = &sd->segs[s];
-        if (x->attn_keys > 0)
-            q[n++] = (struct eng_sparsed_req){s, x->req_id, g->r[x->req_id].P, segment_builds_pattern(x)};
-    }
-    return n > 0 ? eng_sparsed_next(e, q, n, err) : 0;
+    enum eng_ext_id id;
+    const struct gen_ext *x;
+    for (int i = 0; (x = eng_ext_gen(i, &id)) != NULL; i++)
+        if (x->on(g, u) && run->num_ext < EXT_ENGINE_IDS) {
+            o->room[id] = x->room(g);
+            run->ext[run->num_ext] = x;
+            run->ext_st[run->num_ext] = xcalloc(1, x->state_bytes ? x->state_bytes : 1);
+            if (x->start)
+                x->start(run->ext_st[run->num_ext], g);
+            run->num_ext++;
+        }
 }
 
-/* After step sd: each pattern it built read back, pass 1's top blocks counted and those of them in the
- * prompt (the simulator's --sparsed-prompt-share: the share of them there) */
-static int sparsed_count(struct eng *e, const struct gen *g, const struct step_desc *sd, const struct eng_opts *o,
-                         int layers, int heads, struct gen_run *run, struct ts_err *err)
+static void gen_exts_stop(struct gen_run *run)
 {
-    const int32_t b = o->ext.sparsed_block;
-    for (int32_t s = 0; s < sd->num_segs; s++) {
-        const struct segment *x = &sd->segs[s];
-        if (!segment_builds_pattern(x))
-            continue;
-        const int32_t nb = (x->q + b - 1) / b, last = TS_MIN((g->r[x->req_id].P + b - 1) / b, nb - 1);
-        const int32_t top = TS_MIN(nb, (int32_t)(nb * o->ext.sparsed_select) + 1);
-        uint8_t *keep = xmalloc((size_t)layers * heads * nb * nb);
-        int32_t got = 0;
-        if (eng_sparsed_pattern(e, x->req_id, keep, &got, err) || got != nb) {
-            free(keep);
-            return ts_fail(err, "SparseD: request %d's pattern not built", x->req_id);
-        }
-        for (int64_t row = 0; row < (int64_t)layers * heads * nb; row++) {
-            for (int32_t k = 0; k < last; k++)
-                run->sp_prompt += keep[row * nb + k];
-            run->sp_top += top;
-        }
-        run->sp_built++;
-        free(keep);
+    for (int i = 0; i < run->num_ext; i++) {
+        if (run->ext[i]->stop)
+            run->ext[i]->stop(run->ext_st[i]);
+        free(run->ext_st[i]);
     }
-    return 0;
+    run->num_ext = 0;
 }
 
 static int cmp_float(const void *a, const void *b)
@@ -418,69 +401,21 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* d2Cache's rollout's buffers (--d2-rollout; all NULL without it): each request's entry, its rows'
- * importance and eligibility, a stride apart, and the nucleus's scratch. */
-struct rollout_bufs {
-    struct eng_rollout_req *q;
-    float *imp;
-    uint8_t *elig;
-    int32_t *order, n, stride;
-};
-
-static struct rollout_bufs rollout_bufs(const struct gen *g)
-{
-    struct rollout_bufs b = {0};
-    const size_t n = (size_t)g->c.requests;
-    if (!g->c.rollout.on)
-        return b;
-    for (size_t i = 0; i < n; i++)
-        b.stride = TS_MAX(b.stride, g->r[i].P + g->c.gen_len);
-    b.q = xmalloc(sizeof *b.q * n);
-    b.imp = xmalloc(sizeof *b.imp * n * (size_t)b.stride);
-    b.elig = xmalloc(n * (size_t)b.stride);
-    b.order = xmalloc(sizeof *b.order * (size_t)b.stride);
-    return b;
-}
-
-/* Runs g to its end on e; steps' and unmasking's GPU times into run. */
-static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule *u, const struct eng_opts *o,
-                          const struct model_cfg *m, struct gen_run *run, struct ts_err *err)
+/* Runs g to its end on e; steps' and unmasking's GPU times into run, whose extensions (gen_exts_start)
+ * take part in each step at their points (gen_ext.h). */
+static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule *u, struct gen_run *run,
+                          struct ts_err *err)
 {
     const int32_t n = g->c.requests;
-    size_t most = 0; /* a step's logit rows at most: each request's whole sequence */
-    for (int32_t i = 0; i < n; i++)
-        most += (size_t)(g->r[i].P + g->c.gen_len);
+    const size_t most = (size_t)gen_rows_most(g); /* a step's logit rows at most: each request's whole sequence */
     int32_t *groups = xmalloc(sizeof *groups * 2 * (size_t)n), ng;
     int32_t *masked = xmalloc(sizeof *masked * most), *commit = xmalloc(sizeof *commit * most);
-    int32_t *cstate = NULL, *cflags = NULL, *cand = NULL, *picks = NULL, *slot = NULL;
-    float *taus = NULL;
-    if (g->c.smooth.on) { /* IterSmooth: the logit rows' soft rows, the blocks' decaying thresholds */
-        slot = xmalloc(sizeof *slot * most);
-        taus = xmalloc(sizeof *taus * (size_t)n);
-    }
+    int32_t *cand = NULL, *picks = NULL;
     int64_t npicks = (int64_t)n * g->c.block;
     if (g->c.focus) { /* FOCUS: which candidates the GPU kept, for each logit row */
         cand = xmalloc(sizeof *cand * most);
         picks = xmalloc(sizeof *picks * (size_t)npicks);
     }
-    if (u->kind == UNMASK_CREDIT) {
-        cstate = xmalloc(sizeof *cstate * most);
-        cflags = xmalloc(sizeof *cflags * most);
-    }
-    struct eng_drift_req *drift = NULL;
-    int32_t *dsel = NULL, *dmap = NULL, *dtrack = NULL, nd = 0;
-    uint8_t *delig = NULL;
-    float *dsim = NULL;
-    if (g->c.elastic.on) { /* Elastic-Cache's drift test: each request's entry, its answers a layer */
-        drift = xmalloc(sizeof *drift * (size_t)n);
-        dsel = xmalloc(sizeof *dsel * (size_t)n * K_DRIFT_MAX_ROWS);
-        delig = xmalloc(2 * most);
-        dmap = xmalloc(sizeof *dmap * most);
-        dtrack = xmalloc(sizeof *dtrack * (size_t)n * (size_t)g->c.elastic.layers);
-        dsim = xmalloc(sizeof *dsim * (size_t)n * (size_t)g->c.elastic.layers);
-    }
-    struct eng_sparsed_req *spr = o->room[EXT_SPARSED].requests > 0 ? xmalloc(sizeof *spr * (size_t)n) : NULL;
-    struct rollout_bufs ro = rollout_bufs(g);
     struct step_desc sd;
     step_desc_init(&sd);
     const bool tty = isatty(STDERR_FILENO);
@@ -489,41 +424,19 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
     eng_set_tokens(e, &tk);
     while (rc == 0 && gen_next_step(g, &sd, groups, &ng, masked)) {
         float ms = 0, ums = 0;
-        if (cstate) { /* credit decoding: the step's rows fused with their positions' credits */
-            gen_credit_rows(g, &sd, cstate, cflags);
-            if ((rc = eng_credit_next(e, u, cstate, cflags, (int32_t)sd.tot.logit_rows, err)) != 0)
-                break;
-        }
-        if (slot) {
-            gen_smooth_rows(g, &sd, slot);
-            gen_smooth_taus(g, &sd, u->tau, taus);
-            if ((rc = eng_smooth_next(e, slot, (int32_t)sd.tot.logit_rows, err)) != 0)
-                break;
-        }
-        if (drift && ((nd = gen_elastic_reqs(g, &sd, drift, dsel, dmap, delig, err)) < 0 ||
-                      eng_drift_next(e, drift, nd, err))) {
-            rc = -1;
-            break;
-        }
-        if (ro.q && ((ro.n = gen_rollout_reqs(g, &sd, ro.q, ro.elig, ro.stride, err)) < 0 ||
-                     eng_rollout_next(e, ro.q, ro.n, err))) {
-            rc = -1;
-            break;
-        }
-        if (spr && (rc = sparsed_next(e, g, &sd, spr, err)) != 0)
-            break;
+        struct gen_step st = {.e = e, .g = g, .u = u, .sd = &sd};
+        for (int i = 0; rc == 0 && i < run->num_ext; i++)
+            if (run->ext[i]->before)
+                rc = run->ext[i]->before(run->ext_st[i], &st, err);
         struct eng_out out;
-        if ((rc = eng_step(e, &sd, &out, &ms, err)) != 0)
+        if (rc != 0 || (rc = eng_step(e, &sd, &out, &ms, err)) != 0)
             break;
-        if (spr && (rc = sparsed_count(e, g, &sd, o, m->num_layers, m->num_heads, run, err)) != 0)
+        st.out = &out;
+        for (int i = 0; rc == 0 && i < run->num_ext; i++)
+            if (run->ext[i]->after)
+                rc = run->ext[i]->after(run->ext_st[i], &st, err);
+        if (rc != 0)
             break;
-        if (ro.q && (rc = eng_rollout_out(e, ro.imp, err)) != 0)
-            break;
-        if (drift) {
-            if ((rc = eng_drift_out(e, dtrack, dsim, err)) != 0)
-                break;
-            gen_elastic_apply(g, drift, nd, dtrack, dsim);
-        }
         int max_probe = 0;
         if (cand && sd.tot.probe_tokens > 0) {
             if ((rc = eng_picks(e, picks, npicks, &max_probe, err)) != 0)
@@ -532,14 +445,17 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         }
         for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
             commit[r] = -1;
-        if (ng > 0 && (rc = eng_unmask(e, u, groups, ng, masked, taus, commit, NULL, &ums, err)) != 0)
+        if (ng > 0 && (rc = eng_unmask(e, u, groups, ng, masked, st.taus, commit, NULL, &ums, err)) != 0)
             break;
-        if (slot)
-            gen_smooth_keep(g, &sd, commit);
+        st.commit = commit;
+        for (int i = 0; i < run->num_ext; i++)
+            if (run->ext[i]->committed)
+                run->ext[i]->committed(run->ext_st[i], &st);
         if ((rc = gen_apply(g, &sd, commit, cand, err)) != 0)
             break;
-        if (ro.q) /* (after the commits: what the next step of d2Cache's would run) */
-            gen_rollout_apply(g, &sd, ro.q, ro.n, ro.imp, out.conf, ro.elig, ro.stride, ro.order);
+        for (int i = 0; i < run->num_ext; i++)
+            if (run->ext[i]->applied)
+                run->ext[i]->applied(run->ext_st[i], &st);
         if (g->c.prophet.on && (rc = gen_prophet_apply(g, &sd, out.tok, out.gap, err) < 0 ? -1 : 0) != 0)
             break;
         for (int32_t s = 0; s < sd.num_segs; s++)
@@ -557,16 +473,15 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         fprintf(stderr, "\r%60s\r", "");
     eng_set_tokens(e, NULL);
     step_desc_free(&sd);
-    free(groups), free(masked), free(commit), free(cstate), free(cflags), free(cand), free(picks), free(slot), free(taus);
-    free(drift), free(dsel), free(dmap), free(delig), free(dtrack), free(dsim), free(spr);
-    free(ro.q), free(ro.imp), free(ro.elig), free(ro.order);
+    free(groups), free(masked), free(commit), free(cand), free(picks);
     return rc;
 }
 
 /* Each request's generated ids, a line a request: a JSON array (--ids-out), or with outcome a JSON object
- * of its prompt's length, its steps, the steps at which Prophet committed its rest and (--elastic-drift)
- * its drift test's counts beside them (--requests-out). */
-static int write_requests(const char *path, const struct gen *g, bool outcome, struct ts_err *err)
+ * of its prompt's length, its steps, the steps at which Prophet committed its rest and what the
+ * extensions run measured of it (--elastic-drift: the drift test's counts) beside them (--requests-out). */
+static int write_requests(const char *path, const struct gen *g, const struct gen_run *run, bool outcome,
+                          struct ts_err *err)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -576,13 +491,9 @@ static int write_requests(const char *path, const struct gen *g, bool outcome, s
         if (outcome)
             fprintf(f, "{\"request\": %d, \"prompt\": %d, \"steps\": %d, \"prophet_exit_steps\": %d, ", i, r->P,
                     r->steps, r->exit_steps);
-        if (outcome && g->c.elastic.on)
-            fprintf(f, "\"elastic_tested\": %d, \"elastic_refreshes\": %d, \"elastic_tracked\": %lld, ", r->ec_tested,
-                    r->ec_refreshes, (long long)r->ec_tracked);
-        if (outcome && g->c.rollout.on)
-            fprintf(f, "\"d2_steps\": %d, \"d2_nucleus\": %lld, \"d2_eligible\": %lld, \"d2_share\": %.6f, ",
-                    r->d2_steps, (long long)r->d2_nucleus, (long long)r->d2_eligible,
-                    r->d2_steps ? r->d2_share / r->d2_steps : 0.0);
+        for (int x = 0; outcome && x < run->num_ext; x++)
+            if (run->ext[x]->outcome)
+                run->ext[x]->outcome(g, i, f);
         if (outcome)
             fprintf(f, "\"ids\": ");
         for (int32_t p = 0; p < g->c.gen_len; p++)
@@ -590,25 +501,6 @@ static int write_requests(const char *path, const struct gen *g, bool outcome, s
         fprintf(f, outcome ? "]}\n" : "]\n");
     }
     return fclose(f) == 0 ? 0 : ts_fail(err, "%s: write failed", path);
-}
-
-/* Elastic-Cache's drift test: the share of tested steps that would refresh, the layers they would start
- * at (median and quartiles) and the tokens tracked a step. */
-static void report_elastic(const struct gen *g)
-{
-    const int32_t layers = g->c.elastic.layers;
-    int32_t q[3] = {0, 0, 0};
-    for (int k = 0; k < 3; k++) {
-        int64_t seen = 0;
-        const double want = g->ec_refreshes * 0.25 * (k + 1);
-        for (q[k] = 0; q[k] < layers && (double)(seen += g->ec_from[q[k]]) < want; q[k]++)
-            ;
-    }
-    printf("  Elastic drift    %lld of %lld tested steps would refresh (%.4f; bound %g, window %d), from layer %d "
-           "(median; quartiles %d, %d), %.1f tracked tokens a step\n", (long long)g->ec_refreshes,
-           (long long)g->ec_tested, g->ec_tested ? (double)g->ec_refreshes / (double)g->ec_tested : 0,
-           g->c.elastic.gamma, g->c.elastic.window, q[1], q[0], q[2],
-           g->ec_tested ? (double)g->ec_tracked / (double)g->ec_tested : 0);
 }
 
 static void report(const struct gen_args *a, const struct model_cfg *m, struct eng *e, const struct gen *g,
@@ -638,17 +530,9 @@ static void report(const struct gen_args *a, const struct model_cfg *m, struct e
                (long long)g->prophet_exits, g->c.requests, g->c.prophet.answer, g->c.prophet.early, g->c.prophet.mid,
                g->c.prophet.late, g->prophet_exits ? g->prophet_share / (double)g->prophet_exits : 0,
                (long long)g->prophet_filled);
-    if (g->c.elastic.on)
-        report_elastic(g);
-    if (g->c.rollout.on)
-        printf("  d2 rollout       a nucleus of %.4f of the other positions a step (mean over %lld measured steps; "
-               "%.1f of %.1f on average; p %g, k %d)\n", g->d2_steps ? g->d2_share / (double)g->d2_steps : 0,
-               (long long)g->d2_steps, g->d2_steps ? (double)g->d2_nucleus / (double)g->d2_steps : 0,
-               g->d2_steps ? (double)g->d2_eligible / (double)g->d2_steps : 0, g->c.rollout.p, g->c.rollout.k);
-    if (run->sp_built > 0)
-        printf("  SparseD pattern  %lld built; pass 1 kept %lld of its %lld top blocks in the prompt (a share of %.4f: "
-               "sim --sparsed-prompt-share)\n", (long long)run->sp_built, (long long)run->sp_prompt,
-               (long long)run->sp_top, run->sp_top ? (double)run->sp_prompt / (double)run->sp_top : 0);
+    for (int i = 0; i < run->num_ext; i++)
+        if (run->ext[i]->report)
+            run->ext[i]->report(run->ext_st[i], g);
 }
 
 int eng_generate_main(int argc, char **argv)
@@ -719,27 +603,17 @@ int eng_generate_main(int argc, char **argv)
     o.mem_limit = (int64_t)(a.mem_gb * 1e9);
     o.weights = a.weights;
     o.seed = (uint64_t)a.seed;
-    if (a.rule.kind == UNMASK_CREDIT) /* credit decoding (eng_credit_next): a block of credit rows a request */
-        o.room[EXT_CREDIT] = (struct eng_ext_room){n, B};
-    if (gc.smooth.on) /* IterSmooth (eng_smooth_next): a soft row a response position */
-        o.room[EXT_SMOOTH] = (struct eng_ext_room){g.c.requests, g.c.gen_len}; /* (gen_soft_rows) */
     o.trace_selection = gc.focus; /* the rows FOCUS kept (eng_picks) */
     o.top2_gap = gc.prophet.on;    /* Prophet's gaps (eng_out.gap) */
-    if (gc.elastic.on) /* Elastic-Cache's drift test (eng_drift_next) */
-        o.room[EXT_DRIFT] = (struct eng_ext_room){n, (int32_t)seq};
-    if (gc.rollout.on) /* d2Cache's rollout (eng_rollout_next) */
-        o.room[EXT_ROLLOUT] = (struct eng_ext_room){n, (int32_t)seq};
-    if (gc.policy) { /* what its parameters set in the engine (SparseD's block and select), typed */
+    if (gc.policy) /* what its parameters set in the engine's extensions, typed */
         o.ext = gc.policy->ext;
-        if (eng_ext_named(gc.policy->engine, "sparsed")) /* SparseD's patterns (eng_sparsed_next) */
-            o.room[EXT_SPARSED] = (struct eng_ext_room){n, (int32_t)seq};
-    }
     struct eng *e = NULL;
     struct gen_run run = {0};
+    gen_exts_start(&run, &g, &a.rule, &o); /* the extensions it runs, their room */
     rc = 1;
-    if (eng_create(&m, &o, &e, &err) || run_generation(e, &g, &a.rule, &o, &m, &run, &err) ||
-        (a.ids_out && write_requests(a.ids_out, &g, false, &err)) ||
-        (a.requests_out && write_requests(a.requests_out, &g, true, &err))) {
+    if (eng_create(&m, &o, &e, &err) || run_generation(e, &g, &a.rule, &run, &err) ||
+        (a.ids_out && write_requests(a.ids_out, &g, &run, false, &err)) ||
+        (a.requests_out && write_requests(a.requests_out, &g, &run, true, &err))) {
         fprintf(stderr, "tessera engine generate: %s\n", err.msg);
         goto done;
     }
@@ -757,6 +631,7 @@ int eng_generate_main(int argc, char **argv)
     }
     rc = 0;
 done:
+    gen_exts_stop(&run);
     free(run.ms);
     gen_free(&g);
     policy_drive_free(&drive);

@@ -19,7 +19,6 @@
 #include "eng.h"
 #include "eng_ext_decl.h"
 #include "eng_host.h"
-#include "ext_sparsed.h"
 #include "eng_tp.h"
 #include "gpu.h"
 #include "harness.h"
@@ -47,14 +46,9 @@ struct live_host {
     char msg[sizeof ((struct ts_err *)0)->msg];
 };
 
-/* SparseD's patterns (policy sparsed): the engine's slot of each request that built one (-1: none),
- * the free slots, and the next step's entries. */
-#define LIVE_SPARSED_SLOTS 8 /* SparseD's pattern slots without --max-batch */
-struct live_sparsed {
-    int32_t *slot_of, num_ids; /* by request id */
-    int32_t *free_slots, num_free;
-    struct eng_sparsed_req *next;
-};
+/* The requests an extension the policy needs keeps room for without --max-batch (with it: that many,
+ * at most 64). */
+#define LIVE_EXT_REQUESTS 8
 
 /* A live engine and, in a disaggregated fleet, the other replicas' K/V pools it has opened. */
 struct live {
@@ -63,43 +57,15 @@ struct live {
     struct eng_pool *peers; /* [num_peers], by replica; k NULL where not opened */
     int num_peers;
     struct live_host host;
-    struct live_sparsed sp; /* slot_of NULL: not SparseD */
     struct step_desc padded;  /* a step whose captured graph pads it, its padding under ids of its own */
     int32_t next_id;          /* past every request id a step has named: no request holds K/V there */
 };
 
-/* SparseD's entries of step sd (policy sparsed, policy_sparsed.c): a segment whose attention scores
- * more keys than its rows see (attn_keys > q + kv) builds its request's pattern in a slot of its own;
- * one with fewer keys (attn_keys > 0) attends by the pattern its request built. */
-static int sparsed_entries(struct live *l, const struct step_desc *sd, struct ts_err *err)
+/* A request's prompt length (eng_tokens.prompt: the extensions read it). */
+static int32_t live_prompt(void *ctx, int32_t req_id)
 {
-    struct live_sparsed *sp = &l->sp;
-    int32_t n = 0;
-    for (int32_t i = 0; i < sd->num_segs; i++) {
-        const struct segment *g = &sd->segs[i];
-        if (g->attn_keys <= 0)
-            continue;
-        const bool build = segment_builds_pattern(g);
-        if (g->req_id >= sp->num_ids) {
-            const int32_t ids = TS_MAX(g->req_id + 1, 2 * sp->num_ids);
-            sp->slot_of = xrealloc(sp->slot_of, sizeof *sp->slot_of * (size_t)ids);
-            for (int32_t r = sp->num_ids; r < ids; r++)
-                sp->slot_of[r] = -1;
-            sp->num_ids = ids;
-        }
-        int32_t *slot = &sp->slot_of[g->req_id];
-        if (build && *slot < 0) {
-            if (sp->num_free == 0)
-                return ts_fail(err, "SparseD: more requests building patterns than the engine keeps (%d; "
-                                    "--max-batch bounds them)", sim_sched_param(l->s, "max-batch", 0) > 0 ?
-                                    (int)sim_sched_param(l->s, "max-batch", 0) : LIVE_SPARSED_SLOTS);
-            *slot = sp->free_slots[--sp->num_free];
-        }
-        if (*slot < 0)
-            return ts_fail(err, "SparseD: request %d attends by a pattern it never built", g->req_id);
-        sp->next[n++] = (struct eng_sparsed_req){i, *slot, sim_request_prompt(l->s, g->req_id), build};
-    }
-    return n > 0 ? eng_sparsed_next(l->e, sp->next, n, err) : 0;
+    const struct live *l = ctx;
+    return sim_request_prompt(l->s, req_id);
 }
 
 #define HOST_CU(call)                                                                                        \
@@ -291,8 +257,6 @@ static int live_step(void *ctx, const struct step_desc *sd, double *seconds, str
     for (int32_t s = 0; s < sd->num_segs; s++)
         if (sd->segs[s].padding != PAD_GRAPH)
             l->next_id = TS_MAX(l->next_id, sd->segs[s].req_id + 1);
-    if (l->sp.slot_of && sparsed_entries(l, sd, err))
-        return -1;
     if (sd->tot.host_kv_tokens > 0 || sd->tot.host_scan_tokens > 0)
         return host_step(l, sd, seconds, err);
     float ms = 0;
@@ -306,10 +270,6 @@ static void live_release(void *ctx, int32_t req_id)
 {
     struct live *l = ctx;
     eng_release(l->e, req_id);
-    if (l->sp.slot_of && req_id < l->sp.num_ids && l->sp.slot_of[req_id] >= 0) { /* its pattern's slot */
-        l->sp.free_slots[l->sp.num_free++] = l->sp.slot_of[req_id];
-        l->sp.slot_of[req_id] = -1;
-    }
 }
 
 static int live_hold(void *ctx, int32_t req_id, int64_t ticket, struct ts_err *err)
@@ -403,14 +363,11 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
     o.input_cache = sim_knobs(s)->cache_inputs;    /* Elastic-Cache's: each layer's inputs beside them */
     const struct policy_ops *po = sim_setup_of(s)->policy;
     sim_ext_params(s, &o.ext); /* the policy's parameters, typed */
-    if (eng_ext_named(po->engine, "sparsed")) { /* SparseD's patterns: a slot for each request a step may run */
-        if (o.ext.sparsed_block % 64)
-            return ts_fail(err, "--sparsed-block %d: the engine's patterns are in blocks of a multiple of 64 rows",
-                           o.ext.sparsed_block);
-        const double batch = sim_sched_param(s, "max-batch", 0);
-        o.room[EXT_SPARSED] =
-            (struct eng_ext_room){batch > 0 ? (int32_t)TS_MIN(batch, 64) : LIVE_SPARSED_SLOTS, o.max_tokens};
-    }
+    const double batch = sim_sched_param(s, "max-batch", 0);
+    const int32_t held = batch > 0 ? (int32_t)TS_MIN(batch, 64) : LIVE_EXT_REQUESTS;
+    for (int id = 0; id < EXT_ENGINE_IDS; id++) /* room in each extension the policy needs: a step's rows a request */
+        if (eng_ext_named(po->engine, eng_ext_decl_get(id)->name))
+            o.room[id] = (struct eng_ext_room){held, o.max_tokens};
     struct live *l = xcalloc(1, sizeof *l);
     if (eng_create(m, &o, &l->e, err)) {
         free(l);
@@ -431,17 +388,7 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
                         "steps are priced as --gpu %s's (--gpu-file FILE adds the card)\n", eng_device_name(l->e),
                 c->gpu);
     l->s = s;
-    const int32_t slots = o.room[EXT_SPARSED].requests;
-    if (slots > 0) { /* SparseD's slots */
-        l->sp.free_slots = xmalloc(sizeof *l->sp.free_slots * (size_t)slots);
-        for (int32_t i = 0; i < slots; i++)
-            l->sp.free_slots[l->sp.num_free++] = slots - 1 - i;
-        l->sp.next = xmalloc(sizeof *l->sp.next * (size_t)slots);
-        l->sp.num_ids = 16;
-        l->sp.slot_of = xmalloc(sizeof *l->sp.slot_of * (size_t)l->sp.num_ids);
-        for (int32_t r = 0; r < l->sp.num_ids; r++)
-            l->sp.slot_of[r] = -1;
-    }
+    eng_set_tokens(l->e, &(struct eng_tokens){.prompt = live_prompt, .ctx = l}); /* the prompts' lengths */
     l->host.kv_row = model_kv_bytes_per_token(m) / 2; /* bf16 values: K and V, every layer */
     step_desc_init(&l->host.gpu);
     step_desc_init(&l->padded);
@@ -458,7 +405,6 @@ void eng_live_close(struct sim_executor *ex)
         free(l->peers);
         host_free(&l->host);
         step_desc_free(&l->padded);
-        free(l->sp.slot_of), free(l->sp.free_slots), free(l->sp.next);
         eng_destroy(l->e);
         free(l);
     }
