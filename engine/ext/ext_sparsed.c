@@ -221,7 +221,7 @@ static int set_entries(struct eng *e, struct sparsed *x, const struct eng_sparse
             return ts_fail(err, "SparseD: request %d's pattern: each of the %d slots the engine keeps holds another "
                                 "request's (a run of at most that many requests at once fits)", r[i].req,
                            room(e).requests);
-        if (slot < 0 || x->sp_N[slot] <= 0)
+        if (!r[i].build && (slot < 0 || x->sp_N[slot] <= 0))
             return ts_fail(err, "SparseD: entry %d attends by request %d's pattern, which is not built", i, r[i].req);
         if (!r[i].build)
             x->h_sp_base[r[i].seg] = slot * e->m.num_heads * x->sp_qb, sparse++;
