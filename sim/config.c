@@ -70,7 +70,7 @@ const struct cfg_option cfg_options[] = {
     /* system and model */
     {"system", TEXT, FIELD(system), .def = "", .arg = "NAME", .group = SYS, .names = system_name,
      .help = "a paper's system, applied before the other options (tessera list systems):"},
-    {"model", TEXT, FIELD(model), .def = "llada-8b", .arg = "NAME|config.json", .group = SYS,
+    {"model", TEXT, FIELD(model), .def = MODEL_DEFAULT, .arg = "NAME|config.json", .group = SYS,
      .help = "built-in model (tessera list models) or a Hugging Face config.json"},
     {"max-pos", INT, FIELD(max_pos), .def = "0", .lo = 0, .hi = 1 << 28, .unit = "positions", .arg = "N", .group = SYS,
      .shown = "the model's", .help = "the longest sequence the model runs (RoPE: past its config's)"},

@@ -102,7 +102,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     *a = (struct bench_args){.reps = 20, .chunk = 2048, .tp = 1, .warm_s = ENG_WARM_S, .idle_s = -1,
-                             .model = "llada-8b"};
+                             .model = MODEL_DEFAULT};
     sim_config_defaults(&a->choices);
     int c, idx = 0;
     opterr = 0;

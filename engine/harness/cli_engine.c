@@ -141,7 +141,7 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
                                       ENG_CHOICE_OPTS,
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
-    *a = (struct engine_args){.sub = argv[0], .reps = 20, .warmup = 1, .tp = 1, .model = "llada-8b", .grid = -1};
+    *a = (struct engine_args){.sub = argv[0], .reps = 20, .warmup = 1, .tp = 1, .model = MODEL_DEFAULT, .grid = -1};
     sim_config_defaults(&a->choices);
     optind = 1;
     int c, idx = 0;

@@ -224,7 +224,7 @@ static int show_transferred(const char *gpu, const char *from, const char *model
     };
     struct step_desc sd;
     step_desc_init(&sd);
-    sd.logit_chunk_rows = 2048;
+    sd.logit_chunk_rows = PROFILE_LOGIT_CHUNK;
     for (size_t i = 0; i < TS_ARRAY_LEN(ref); i++) {
         step_shape_desc(&(struct step_shape){.segs = ref[i].segs, .q = ref[i].q, .kv = ref[i].kv,
                                              .logit_rows = ref[i].rows}, 0, &sd);
@@ -385,7 +385,7 @@ static int cmd_clock(const struct calib_args *a)
     struct cost_ctx ctx = {.tp = 1};
     struct gpu_measured gm = {0};
     struct gpu_table *gt = gpu_table_create();
-    int rc = model_resolve(a->model ? a->model : "llada-8b", &ctx.model, &err) ||
+    int rc = model_resolve(a->model ? a->model : MODEL_DEFAULT, &ctx.model, &err) ||
                      (a->gpu_file && gpu_load_file(gt, a->gpu_file, &err)) || gpu_lookup(gt, a->gpu, &ctx.gpu, &err) ||
                      impl_resolve("tessera", &ctx.impl, &err)
                  ? -1 : 0;
@@ -407,7 +407,7 @@ static int cmd_clock(const struct calib_args *a)
     }
     struct step_desc sd;
     step_desc_init(&sd);
-    sd.logit_chunk_rows = 2048;
+    sd.logit_chunk_rows = PROFILE_LOGIT_CHUNK;
     for (size_t i = 0; i < n && !rc; i++) {
         struct cost_breakdown bd;
         double s;
@@ -661,7 +661,7 @@ static int calib_main(int argc, char **argv, const char **files)
         calib_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? EXIT_USAGE : 0;
     }
-    struct calib_args a = {.model = "llada-8b", .impl = "tessera", .files = files, .overs = files + argc};
+    struct calib_args a = {.model = MODEL_DEFAULT, .impl = "tessera", .files = files, .overs = files + argc};
     int rc = parse_calib_args(argc, argv, &a);
     if (rc)
         return rc == 1 ? 0 : rc;

@@ -195,7 +195,7 @@ static int cmd_plan(const struct mem_args *a)
     struct model_cfg m;
     const struct planner_ops *p;
     struct ts_err err;
-    if (model_resolve(a->model ? a->model : "llada-8b", &m, &err) || planner_resolve(a->planner, &p, &err)) {
+    if (model_resolve(a->model ? a->model : MODEL_DEFAULT, &m, &err) || planner_resolve(a->planner, &p, &err)) {
         fprintf(stderr, "tessera mem plan: %s\n", err.msg);
         return EXIT_USAGE;
     }
@@ -387,7 +387,7 @@ static int cmd_lmax(const struct mem_args *a)
     struct ts_err err;
     struct gpu_table *t = gpu_table_create();
     struct gpu_spec gpu;
-    int rc = model_resolve(a->model ? a->model : "llada-8b", &m, &err) || planner_resolve(a->planner, &p, &err) ||
+    int rc = model_resolve(a->model ? a->model : MODEL_DEFAULT, &m, &err) || planner_resolve(a->planner, &p, &err) ||
              gpu_lookup(t, a->gpu, &gpu, &err);
     gpu_table_destroy(t);
     if (rc) {

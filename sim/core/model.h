@@ -12,6 +12,9 @@
 
 #include "util.h"
 
+/* The model a command runs where none is named (tessera sim --model's default, and the others'). */
+#define MODEL_DEFAULT "llada-8b"
+
 struct model_cfg {
     char name[64];
     int num_layers;
