@@ -153,6 +153,8 @@ struct gen_req {
 
 enum { GEN_SEG_NONE = 0, GEN_SEG_PREFILL, GEN_SEG_REST, GEN_SEG_BLOCK };
 
+/* The policy a generation runs by position itself (FOCUS), its parameters its policy's. */
+#define GEN_FOCUS "focus"
 /* FOCUS's largest block: the importance kernel's candidates (K_FOCUS_MAX_CAND). */
 #define GEN_FOCUS_MAX_BLOCK 128
 

@@ -30,9 +30,7 @@ static void generate_usage(FILE *f)
     fprintf(f,
 "usage: tessera engine generate [--model NAME|config.json] [--weights PATH] [--decoder SPEC]\n"
 "                               [--requests N] [--prompt-len P | --prompts FILE] [--gen-len G]\n"
-"                               [--block B] [--policy NAME] [--focus-alpha A]\n"
-"                               [--vicinity W] [--refresh-interval F] [--block-logits]\n"
-"                               [--sparsed-skip S] [--sparsed-select S] [--sparsed-block B]\n"
+"                               [--block B] [--policy NAME] [--POLICY-PARAMETER V ...] [--block-logits]\n"
 "                               [--iter-smooth[=CONT,INIT,GROWTH,DECAY]]\n"
 "                               [--prophet OFFSET[,EARLY,MID,LATE]] [--elastic-drift GAMMA[,WINDOW]]\n"
 "                               [--d2-rollout P[,K]]\n"
@@ -67,25 +65,25 @@ static void generate_usage(FILE *f)
 "  --policy NAME              the simulator's caching policy (tessera list policies), its steps'\n"
 "                             rows placed at their positions: vanilla (every step the whole\n"
 "                             sequence), prefix (Fast-dLLM's prefix cache), dual (Fast-dLLM's dual\n"
-"                             cache; --refresh-interval F refreshes every F steps of a block too),\n"
+"                             cache; its --refresh-interval refreshes every F steps of a block too),\n"
 "                             block (the prompt prefilled once, each step the block over the cached\n"
 "                             prefix, a finished block's K/V written by the next block's first\n"
 "                             step: SDAR's, LLaDA2.0's block diffusion), vicinity (dInfer's: as dual,\n"
-"                             but every --refresh-interval F [32] steps of a block the whole\n"
-"                             sequence again, the others the block and --vicinity W [16] positions\n"
-"                             each side), or focus (FOCUS's delayed intra-block cache and eviction\n"
+"                             but every --refresh-interval steps of a block the whole sequence\n"
+"                             again, the others the block and --vicinity positions each side), or\n"
+"                             focus (FOCUS's delayed intra-block cache and eviction\n"
 "                             over the block policy: layers 0-1 over the block's uncached\n"
 "                             positions, the later ones over its decided ones and the K masked ones\n"
-"                             the importance delta keeps on the GPU, K = ceil(--focus-alpha [1.5] x\n"
-"                             the mean decodes a step)), or sparsed (SparseD's: vanilla's steps,\n"
-"                             its pattern built from a step's own queries and keys and attended\n"
-"                             by (--sparsed-skip, --sparsed-select, --sparsed-block: its parameters,\n"
-"                             as tessera sim takes them; blocks a multiple of 64); the summary gives\n"
+"                             the importance delta keeps on the GPU, K = ceil(--focus-alpha x the\n"
+"                             mean decodes a step)), or sparsed (SparseD's: vanilla's steps, its\n"
+"                             pattern built from a step's own queries and keys and attended by;\n"
+"                             blocks a multiple of 64); the summary gives\n"
 "                             pass 1's share of top blocks in the prompt, the simulator's\n"
 "                             --sparsed-prompt-share); the policies that decide\n"
 "                             a step's decodes themselves (but focus), select a sparse cache or\n"
 "                             count the block's cached positions run in the simulator only\n"
 "                             [dual for a bidirectional model, block for a block-causal one]\n"
+"  --POLICY-PARAMETER V       the policy's parameters, as tessera sim takes them (below)\n"
 "  --block-logits             a whole-sequence step's logits the current block's rows alone, not\n"
 "                             every row's (as tessera sim --block-logits prices it)\n"
 "  --iter-smooth[=CONT,INIT,GROWTH,DECAY]\n"
@@ -141,7 +139,12 @@ static void generate_usage(FILE *f)
 "unmasking, the generated tokens a second, and with --prophet the requests it finished early and\n"
 "the decoded share they were at (the simulator's --early-commit F), and with --elastic-drift the steps\n"
 "whose drift test fires, the layers it would refresh from and the tokens it tracks, and with\n"
-"--d2-rollout the rollout's nucleus as a share of the positions it is chosen among.\n");
+"--d2-rollout the rollout's nucleus as a share of the positions it is chosen among.\n"
+"\nThe policies' parameters (a policy that this command drives, or focus):\n");
+    const struct policy_ops *po;
+    for (int i = 0; (po = policy_get(i)) != NULL; i++)
+        if (po->num_params > 0 && (!policy_drive_lacks(po) || strcmp(po->name, GEN_FOCUS) == 0))
+            params_help(f, po->params, po->num_params, po->name);
 }
 
 struct gen_args {
@@ -157,7 +160,7 @@ struct gen_args {
     struct gen_rollout rollout;
     char rule_text[64];
     int64_t requests, prompt_len, gen_len, block, mask_id, seed;
-    double mem_gb, focus_alpha;
+    double mem_gb;
 };
 
 /* The options' combinations parse_args refuses, each said on stderr: -1, or 0. */
@@ -172,7 +175,7 @@ static int check_args(const struct gen_args *a)
                         "models it as --decode fixed:K, no profile needed\n");
         return -1;
     }
-    if (a->policy && strcmp(a->policy, "focus") == 0 && a->rule.kind == UNMASK_CREDIT) {
+    if (a->policy && strcmp(a->policy, GEN_FOCUS) == 0 && a->rule.kind == UNMASK_CREDIT) {
         fprintf(stderr, "tessera engine generate: --policy focus with credit decoding: the rows FOCUS keeps are chosen "
                         "on the GPU during the step, after the credits they fuse with must be named\n");
         return -1;
@@ -217,7 +220,7 @@ static int take_rows(bool policy_given, struct gen_args *a)
 static int parse_args(int argc, char **argv, struct gen_args *a)
 {
     enum { SIM_ROW = ENG_CHOICE_OPT + 1 };
-    static const struct option o[] = {{"model", required_argument, 0, SIM_ROW},   {"weights", required_argument, 0, 'w'},
+    static const struct option own[] = {{"model", required_argument, 0, SIM_ROW},   {"weights", required_argument, 0, 'w'},
                                       {"decoder", required_argument, 0, 'd'}, {"requests", required_argument, 0, SIM_ROW},
                                       {"prompt-len", required_argument, 0, 'p'}, {"prompts", required_argument, 0, 'P'},
                                       {"gen-len", required_argument, 0, SIM_ROW}, {"block", required_argument, 0, SIM_ROW},
@@ -225,22 +228,31 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {"mem-limit", required_argument, 0, 'M'},
                                       {"profile-out", required_argument, 0, 'o'}, {"name", required_argument, 0, 'N'},
                                       {"ids-out", required_argument, 0, 'i'}, {"policy", required_argument, 0, SIM_ROW},
-                                      {"focus-alpha", required_argument, 0, 'a'},
                                       {"iter-smooth", optional_argument, 0, 'S'},
-                                      {"vicinity", required_argument, 0, 'W'},
-                                      {"refresh-interval", required_argument, 0, 'F'},
-                                      {"sparsed-skip", required_argument, 0, 'W'},
-                                      {"sparsed-select", required_argument, 0, 'W'},
-                                      {"sparsed-block", required_argument, 0, 'W'},
                                       {"block-logits", no_argument, 0, SIM_ROW},
                                       {"prophet", required_argument, 0, 'R'},
                                       {"elastic-drift", required_argument, 0, 'E'},
                                       {"d2-rollout", required_argument, 0, 'D'},
                                       {"requests-out", required_argument, 0, 'q'},
                                       ENG_CHOICE_OPTS,
-                                      {"help", no_argument, 0, 'h'},
-                                      {0, 0, 0, 0}};
-    *a = (struct gen_args){.prompt_len = 256, .mask_id = -1, .focus_alpha = 1.5};
+                                      {"help", no_argument, 0, 'h'}};
+    /* its own options, then every policy's parameters (each name once), as tessera sim takes them */
+    struct option o[TS_ARRAY_LEN(own) + 64];
+    int no = 0;
+    for (; no < (int)TS_ARRAY_LEN(own); no++)
+        o[no] = own[no];
+    const struct policy_ops *po;
+    for (int i = 0; (po = policy_get(i)) != NULL; i++)
+        for (int k = 0; k < po->num_params; k++) {
+            bool have = false;
+            for (int j = 0; j < no && !have; j++)
+                have = strcmp(o[j].name, po->params[k].name) == 0;
+            TS_ASSERT(have || no < (int)TS_ARRAY_LEN(o) - 1);
+            if (!have)
+                o[no++] = (struct option){po->params[k].name, required_argument, 0, 'W'};
+        }
+    o[no] = (struct option){0, 0, 0, 0};
+    *a = (struct gen_args){.prompt_len = 256, .mask_id = -1};
     sim_config_defaults(&a->cfg);
     bool policy_given = false;
     struct ts_err err;
@@ -266,7 +278,6 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'N': a->name = optarg; break;
         case 'i': a->ids_out = optarg; break;
         case 'q': a->requests_out = optarg; break;
-        case 'a': bad = ts_parse_double(optarg, &a->focus_alpha) || !(a->focus_alpha >= 1 && a->focus_alpha <= 64), range = "1..64"; break;
         case 'S':
             if (gen_smooth_parse(optarg, &a->smooth, &err)) {
                 fprintf(stderr, "tessera engine generate: %s\n", err.msg);
@@ -299,8 +310,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
             break;
         case 'p': bad = ts_parse_i64(optarg, &a->prompt_len) || a->prompt_len < 1 || a->prompt_len > 1 << 20, range = "1..1048576"; break;
         case 'k': bad = ts_parse_i64(optarg, &a->mask_id) || a->mask_id < 0 || a->mask_id > INT32_MAX, range = "a token id"; break;
-        case 'W':
-        case 'F': /* the policy's, checked against it once it is known */
+        case 'W': /* the policy's, checked against it once it is known */
             if (param_values_set(&a->params, o[idx].name, optarg, &err)) {
                 fprintf(stderr, "tessera engine generate: %s\n", err.msg);
                 return EXIT_USAGE;
@@ -563,17 +573,22 @@ int eng_generate_main(int argc, char **argv)
     struct gen_cfg gc = {
         .requests = n, .prompt_len = (int32_t)a.prompt_len, .gen_len = (int32_t)a.gen_len, .block = B,
         .mask_id = mask_id, .vocab = m.vocab, .max_pos = m.max_pos, .seed = (uint64_t)a.seed,
-        .attn_block = m.block_causal ? B : 0, .logit_chunk_rows = 2048, .focus = strcmp(policy, "focus") == 0,
-        .focus_alpha = a.focus_alpha, .smooth = a.smooth, .prophet = a.prophet, .elastic = a.elastic,
-        .rollout = a.rollout};
+        .attn_block = m.block_causal ? B : 0, .logit_chunk_rows = 2048, .focus = strcmp(policy, GEN_FOCUS) == 0,
+        .smooth = a.smooth, .prophet = a.prophet, .elastic = a.elastic, .rollout = a.rollout};
     gc.elastic.layers = m.num_layers;
     struct policy_drive drive = {0};
     struct gen g = {0};
-    if (gc.focus) { /* FOCUS runs by position here (eng_gen.h) */
-        if (a.params.n > 0)
-            ts_fail(&err, "policy focus has no parameter --%s", a.params.name[0]);
-        else if (a.block_logits)
-            ts_fail(&err, "--block-logits with policy focus: FOCUS's logits are the rows it keeps");
+    bool refused = false;
+    if (gc.focus) { /* FOCUS runs by position here (eng_gen.h), by its policy's parameters */
+        const struct policy_ops *fo = policy_find(GEN_FOCUS);
+        double v[PARAMS_MAX];
+        for (int i = 0; i < a.params.n && !refused; i++)
+            if (!params_find(fo->params, fo->num_params, a.params.name[i]))
+                refused = ts_fail(&err, "policy focus has no parameter --%s", a.params.name[i]);
+        if (!refused && a.block_logits)
+            refused = ts_fail(&err, "--block-logits with policy focus: FOCUS's logits are the rows it keeps");
+        if (!refused && !(refused = params_resolve(fo->params, fo->num_params, &a.params, v, &err)))
+            gc.focus_alpha = params_value(fo->params, fo->num_params, v, "focus-alpha", 0);
     } else {
         int32_t *plen = xmalloc(sizeof *plen * (size_t)n);
         for (int32_t i = 0; i < n; i++)
@@ -586,7 +601,7 @@ int eng_generate_main(int argc, char **argv)
     const int64_t seq = (int64_t)longest + a.gen_len;
     const int64_t each = gen_whole(&gc) ? seq : 2 * B;
     gc.max_tokens = (int32_t)TS_MAX(TS_MAX(seq, 2 * B), TS_MIN((int64_t)n * each, 16384));
-    if ((!gc.focus && !gc.policy) || (gc.focus && (a.params.n > 0 || a.block_logits)) ||
+    if ((!gc.focus && !gc.policy) || refused ||
         gen_init(&g, &gc, a.prompts ? &prompts : NULL, &err)) {
         gen_prompts_free(&prompts);
         policy_drive_free(&drive);
