@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "db_internal.h"
+#include "db_writer.h"
 #include "presets.h"
 #include "fleet.h"
 #include "sim.h"
@@ -35,46 +36,11 @@
 
 static const char *const state_names[] = {"pending", "waiting", "running", "finished", "rejected"};
 
-struct writer {
-    sqlite3 *db;
-    struct ts_err *err;
-    const char *path;
-    enum db_mode mode;
-    bool fresh; /* writing a database no one else sees yet (write_fresh): no journal */
-    /* the run's runs of steps and of segments, spilled as they close into two unnamed temporary
-     * files (gone with the process, whatever ends it) and inserted into the database at commit */
-    FILE *steps, *segs;
-    char *interval_json; /* the run's --interval (db_out_set_interval), or NULL */
-    char known[512];     /* how the run's system is known (sim_known), the summary's `known` */
-};
-
-
-static int db_fail(struct writer *w, const char *what)
-{
-    char why[320];
-    return ts_fail(w->err, "%s: %s: %s", w->path, what, db_why(w->db, why, sizeof why));
-}
-
-static int prepare(struct writer *w, const char *sql, sqlite3_stmt **st)
-{
-    if (sqlite3_prepare_v2(w->db, sql, -1, st, NULL) != SQLITE_OK)
-        return db_fail(w, "prepare");
-    return 0;
-}
-
-static int step_done(struct writer *w, sqlite3_stmt *st)
-{
-    if (sqlite3_step(st) != SQLITE_DONE)
-        return db_fail(w, "insert");
-    sqlite3_reset(st);
-    return 0;
-}
-
 /* The requests' rows, as sim_record spilled them when each was done. */
 static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
 {
     sqlite3_stmt *st;
-    if (prepare(w, "INSERT INTO out.requests VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
+    if (db_writer_prepare(w, "INSERT INTO out.requests VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
         return -1;
     int rc = 0, got;
     int64_t v[SIM_REQ_ROW], rows = 0, num = 0;
@@ -112,7 +78,7 @@ static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
             sqlite3_bind_text(st, k++, sim_reject_reason(s, v[11]), -1, SQLITE_STATIC);
         else
             sqlite3_bind_null(st, k++);
-        rc = step_done(w, st);
+        rc = db_writer_step(w, st);
         rows++;
     }
     if (!rc && (ferror(spill) || rows != num))
@@ -123,313 +89,13 @@ static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
     return rc;
 }
 
-/* The columns of a row of step_runs (run_id, first_step, last_step, start_ns, duration_ns and
- * db_step_cols()) and of segment_runs (run_id, first_step, last_step and db_seg_cols). */
-#define STEP_RUN_COLS (18 + STEP_KNOBS)
-#define SEG_RUN_COLS 22
-_Static_assert(STEP_RUN_COLS <= TS_SPILL_MAX && SEG_RUN_COLS <= TS_SPILL_MAX, "a run spills as one record");
-
-/* An open run of segments: a request's segment, the shape it has kept since first_step (through
- * last), not yet written. */
-struct seg_run {
-    struct segment g;
-    int64_t first, last;
-};
-/* The open runs' places in seg_runs.v by request id: open addressing with linear probing, a closed
- * run's entry deleted by shifting its successors back, so it holds as many entries as runs are open. */
-struct run_index {
-    int64_t *key; /* a request id, or -1: empty */
-    int32_t *val;
-    size_t cap, n; /* cap a power of two, at least twice n */
-};
-
-static size_t ri_home(const struct run_index *m, int64_t key) { return (size_t)ts_mix64((uint64_t)key) & (m->cap - 1); }
-
-static int32_t ri_get(const struct run_index *m, int64_t key)
-{
-    for (size_t i = m->cap ? ri_home(m, key) : 0; m->cap; i = (i + 1) & (m->cap - 1)) {
-        if (m->key[i] == key)
-            return m->val[i];
-        if (m->key[i] < 0)
-            break;
-    }
-    return -1;
-}
-
-static void ri_put(struct run_index *m, int64_t key, int32_t val)
-{
-    if (2 * (m->n + 1) > m->cap) { /* doubled, every entry placed again */
-        struct run_index old = *m;
-        m->cap = old.cap ? 2 * old.cap : 64, m->n = 0;
-        m->key = xmalloc(m->cap * sizeof *m->key), m->val = xmalloc(m->cap * sizeof *m->val);
-        for (size_t i = 0; i < m->cap; i++)
-            m->key[i] = -1;
-        for (size_t i = 0; i < old.cap; i++)
-            if (old.key[i] >= 0)
-                ri_put(m, old.key[i], old.val[i]);
-        free(old.key), free(old.val);
-    }
-    size_t i = ri_home(m, key);
-    while (m->key[i] >= 0 && m->key[i] != key)
-        i = (i + 1) & (m->cap - 1);
-    m->n += m->key[i] < 0;
-    m->key[i] = key, m->val[i] = val;
-}
-
-static void ri_del(struct run_index *m, int64_t key)
-{
-    if (!m->cap)
-        return;
-    size_t i = ri_home(m, key);
-    while (m->key[i] != key) {
-        if (m->key[i] < 0)
-            return;
-        i = (i + 1) & (m->cap - 1);
-    }
-    for (size_t j = i;;) { /* each later entry of the probe run whose home is not in (i, j] moves to i */
-        j = (j + 1) & (m->cap - 1);
-        if (m->key[j] < 0)
-            break;
-        const size_t h = ri_home(m, m->key[j]);
-        if (i <= j ? i < h && h <= j : i < h || h <= j)
-            continue;
-        m->key[i] = m->key[j], m->val[i] = m->val[j];
-        i = j;
-    }
-    m->key[i] = -1;
-    m->n--;
-}
-
-struct seg_runs {
-    struct seg_run *v;
-    size_t n, cap;
-    struct run_index at; /* each open run's place in v, by its request's id */
-    /* the steps' open run: its columns (the first step's start), first and last step, and where the
-     * step after it must start to extend it */
-    int64_t step[STEP_RUN_COLS];
-    bool step_open;
-    int64_t step_next_start;
-};
-
-static bool same_shape(const struct segment *a, const struct segment *b)
-{
-    return a->q == b->q && a->kv == b->kv && a->kv_write == b->kv_write && a->logit_rows == b->logit_rows &&
-           a->decoded == b->decoded && a->phase == b->phase && a->padding == b->padding && a->keep == b->keep &&
-           a->score_rows == b->score_rows && a->q_front == b->q_front && a->kv_front == b->kv_front &&
-           a->kv_write_front == b->kv_write_front && a->probe == b->probe && a->carry == b->carry &&
-           a->picked == b->picked && a->attn_keys == b->attn_keys && a->host_kv == b->host_kv &&
-           a->host_scan == b->host_scan;
-}
-
-static int spill(struct writer *w, const int64_t *v, int n, FILE *f)
-{
-    if (ts_spill_write(f, v, n))
-        return ts_fail(w->err, "%s: cannot spill the step rows to a temporary file: %s", w->path, strerror(errno));
-    return 0;
-}
-
-
-/* Spills a closed run of segments: first and last step, then db_seg_cols (the phase as its number). */
-static int run_write(struct writer *w, const struct seg_run *r)
-{
-    const struct segment *g = &r->g;
-    const int64_t v[SEG_RUN_COLS - 1] = {r->first,     r->last,          g->req_id,   g->phase,    g->q,
-                                         g->kv,        g->kv_write,      g->logit_rows, g->decoded, g->padding,
-                                         g->keep,      g->score_rows,    g->q_front,  g->kv_front, g->kv_write_front,
-                                         g->probe,     g->carry,         g->picked,   g->attn_keys,
-                                         g->host_kv,   g->host_scan};
-    return spill(w, v, SEG_RUN_COLS - 1, w->segs);
-}
-
-/* Writes and closes the open runs that ended before step `before` (every one for INT64_MAX). */
-static int runs_close(struct writer *w, struct seg_runs *rs, int64_t before)
-{
-    for (size_t k = 0; k < rs->n;) {
-        if (rs->v[k].last >= before) {
-            k++;
-            continue;
-        }
-        if (run_write(w, &rs->v[k]))
-            return -1;
-        ri_del(&rs->at, rs->v[k].g.req_id);
-        rs->v[k] = rs->v[--rs->n];
-        if (k < rs->n)
-            ri_put(&rs->at, rs->v[k].g.req_id, (int32_t)k);
-    }
-    return 0;
-}
-
-/* A request's segment in step step_id: extends its open run, or writes that run and opens another. */
-static int runs_add(struct writer *w, struct seg_runs *rs, const struct segment *g, int64_t step_id)
-{
-    int32_t k = ri_get(&rs->at, g->req_id);
-    if (k >= 0) {
-        struct seg_run *r = &rs->v[k];
-        if (r->last == step_id - 1 && same_shape(&r->g, g)) {
-            r->last = step_id;
-            return 0;
-        }
-        if (run_write(w, r))
-            return -1;
-    } else {
-        ts_grow((void **)&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v);
-        k = (int32_t)rs->n++;
-        ri_put(&rs->at, g->req_id, k);
-    }
-    rs->v[k] = (struct seg_run){*g, step_id, step_id};
-    return 0;
-}
-
-/* Spills the steps' open run. */
-static int step_run_write(struct writer *w, struct seg_runs *rs)
-{
-    rs->step_open = false;
-    return spill(w, rs->step + 1, STEP_RUN_COLS - 1, w->steps);
-}
-
-/* A step's row: extends the steps' open run where it is alike but for its start and starts when
- * that run's last step ended, or writes that run and opens another. */
-static int step_add(struct writer *w, struct seg_runs *rs, const struct step_rec *p, int64_t step_id)
-{
-    int64_t v[STEP_RUN_COLS] = {0, step_id, step_id, p->start_ns, p->duration_ns, p->tot.num_segs, p->tot.q_tokens,
-                                p->tot.kv_tokens, p->tot.kv_write_tokens, p->tot.logit_rows, p->tot.decoded,
-                                p->tot.by_phase[PHASE_FULL], p->tot.by_phase[PHASE_REFRESH], p->tot.by_phase[PHASE_REUSE],
-                                p->tot.by_phase[PHASE_PREFILL], p->tot.by_phase[PHASE_BLOCK], p->act_peak_bytes,
-                                p->kv_in_use_bytes};
-    memcpy(&v[STEP_RUN_COLS - STEP_KNOBS], p->knobs, sizeof p->knobs);
-    _Static_assert(sizeof v == sizeof rs->step, "a step run's columns");
-    if (rs->step_open && rs->step[2] == step_id - 1 && rs->step_next_start == p->start_ns &&
-        memcmp(&rs->step[4], &v[4], sizeof v - 4 * sizeof v[0]) == 0) {
-        rs->step[2] = step_id;
-    } else {
-        if (rs->step_open && step_run_write(w, rs))
-            return -1;
-        memcpy(rs->step, v, sizeof v);
-        rs->step_open = true;
-    }
-    rs->step_next_start = p->start_ns + p->duration_ns;
-    return 0;
-}
-
-/* The step rows recorded since the last flush into runs of steps and of segments, spilled as they
- * close (step ids counted over the run); `last`: the run's last rows, so every open run is spilled. */
-static int write_steps(struct writer *w, const struct sim *sim, struct seg_runs *rs, bool last)
-{
-    struct sim_steps s;
-    sim_steps_recorded(sim, &s);
-    int rc = 0;
-    for (size_t i = 0; i < s.num_steps && !rc; i++) {
-        const struct step_rec *p = &s.steps[i];
-        const int64_t step_id = s.first_id + (int64_t)i;
-        rc = step_add(w, rs, p, step_id);
-        size_t end = i + 1 < s.num_steps ? (size_t)s.steps[i + 1].first_seg : s.num_segs;
-        for (size_t j = (size_t)p->first_seg; j < end && !rc; j++)
-            rc = runs_add(w, rs, &s.segs[j], step_id);
-    }
-    /* a run that missed the batch's last step has ended */
-    if (!rc)
-        rc = runs_close(w, rs, last ? INT64_MAX : s.first_id + (int64_t)s.num_steps - 1);
-    if (!rc && last && rs->step_open)
-        rc = step_run_write(w, rs);
-    return rc;
-}
-
-/* Rows a multi-row INSERT of the spilled runs takes at once (its per-statement work shared by them;
- * 32 x 20 parameters stay under SQLite's oldest limit of 999). */
-#define COPY_ROWS 32
-
-/* "INSERT INTO out.TABLE(run_id, first_step, last_step, COLS) VALUES(?,...),..." for rows rows of
- * cols parameters, prepared. */
-static int prepare_rows(struct writer *w, const char *table, const char *cols, int ncols, int rows, sqlite3_stmt **st)
-{
-    char *sql = xmalloc(512 + (size_t)rows * (2 * (size_t)ncols + 3));
-    int n = sprintf(sql, "INSERT INTO out.%s(run_id, first_step, last_step, %s) VALUES", table, cols);
-    for (int r = 0; r < rows; r++) {
-        n += sprintf(sql + n, "%s(?", r ? "," : "");
-        for (int c = 1; c < ncols; c++)
-            n += sprintf(sql + n, ",?");
-        n += sprintf(sql + n, ")");
-    }
-    const int rc = prepare(w, sql, st);
-    free(sql);
-    return rc;
-}
-
-/* Binds a spilled record of n values as row r of a multi-row insert, run_id first; with phase, the
- * value at that index is a segment's phase, bound by its name. A value already bound where it goes
- * (bound: what each of the row's n + 1 parameters holds, INT64_MIN for none) is left as it is:
- * bindings outlast the statement's reset, and most of a run's values repeat the row's before. */
-static void bind_run(sqlite3_stmt *st, int r, int64_t run_id, const int64_t *v, int n, int phase, int64_t *bound)
-{
-    const int at = r * (n + 1) + 1;
-    if (bound[0] != run_id)
-        sqlite3_bind_int64(st, at, bound[0] = run_id);
-    for (int k = 0; k < n; k++) {
-        if (bound[k + 1] == v[k])
-            continue;
-        bound[k + 1] = v[k];
-        if (k == phase)
-            sqlite3_bind_text(st, at + 1 + k, seg_phase_name((enum seg_phase)v[k]), -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_int64(st, at + 1 + k, v[k]);
-    }
-}
-
-/* The spilled runs of one kind (file f, records of ncols - 1 values) into the output's TABLE under
- * run_id, in the order they closed, COPY_ROWS a statement and the rest one a statement; phase as for
- * bind_run. */
-static int copy_runs(struct writer *w, FILE *f, const char *table, const char *cols, int ncols, int phase,
-                     int64_t run_id)
-{
-    sqlite3_stmt *many = NULL, *one = NULL;
-    if (prepare_rows(w, table, cols, ncols, COPY_ROWS, &many) || prepare_rows(w, table, cols, ncols, 1, &one)) {
-        sqlite3_finalize(many);
-        return -1;
-    }
-    int64_t v[COPY_ROWS][STEP_RUN_COLS], bound[COPY_ROWS + 1][STEP_RUN_COLS]; /* the last: one's */
-    for (int r = 0; r <= COPY_ROWS; r++)
-        for (int k = 0; k < STEP_RUN_COLS; k++)
-            bound[r][k] = INT64_MIN;
-    int rc = 0, got, r;
-    rewind(f);
-    do {
-        for (r = 0, got = 1; r < COPY_ROWS && (got = ts_spill_read(f, v[r], ncols - 1)) == 1; r++)
-            ;
-        if (r == COPY_ROWS) {
-            for (int k = 0; k < r; k++)
-                bind_run(many, k, run_id, v[k], ncols - 1, phase, bound[k]);
-            rc = step_done(w, many);
-        }
-        for (int k = 0; k < r && r < COPY_ROWS && !rc; k++) {
-            bind_run(one, 0, run_id, v[k], ncols - 1, phase, bound[COPY_ROWS]);
-            rc = step_done(w, one);
-        }
-    } while (!rc && got == 1);
-    if (!rc && (got < 0 || ferror(f)))
-        rc = ts_fail(w->err, "%s: cannot read the spilled step rows back", w->path);
-    sqlite3_finalize(many);
-    sqlite3_finalize(one);
-    return rc;
-}
-
-/* The spilled runs of steps and of segments into the output's step_runs and segment_runs, under
- * run_id, in the order they closed. */
-static int copy_spilled(struct writer *w, int64_t run_id)
-{
-    char cols[1024];
-    snprintf(cols, sizeof cols, "start_ns, duration_ns, %s", db_step_cols());
-    if (copy_runs(w, w->steps, "step_runs", cols, STEP_RUN_COLS, -1, run_id))
-        return -1;
-    return copy_runs(w, w->segs, "segment_runs", db_seg_cols, SEG_RUN_COLS, 3, run_id);
-}
-
 /* A run's summary row and its op breakdown, from summary m. */
 static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t run_id)
 {
     const struct sim_summary m = *mp;
     sqlite3_stmt *st;
     /* (by name: an older database's columns stand in the order its upgrades added them) */
-    if (prepare(w, "INSERT INTO out.summary(run_id, num_requests, num_finished, num_rejected, num_preemptions, "
+    if (db_writer_prepare(w, "INSERT INTO out.summary(run_id, num_requests, num_finished, num_rejected, num_preemptions, "
                    "num_steps, request_steps, tokens_decoded, content_tokens, makespan_s, throughput_tok_s, "
                    "content_tok_s, req_s, lat_mean_s, lat_p50_s, lat_p90_s, lat_p99_s, lat_std_s, lat_span_s, "
                    "ttfb_mean_s, queue_mean_s, mean_q_per_step, mean_segs_per_step, peak_mem_bytes, weight_bytes, "
@@ -483,15 +149,15 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
     }
     char priced[128];
     sqlite3_bind_text(st, k++, sim_pricing_text(m.pricing, priced, sizeof priced), -1, SQLITE_TRANSIENT);
-    int rc = step_done(w, st);
+    int rc = db_writer_step(w, st);
     sqlite3_finalize(st);
-    if (rc || prepare(w, "INSERT INTO out.op_breakdown VALUES(?,?,?)", &st))
+    if (rc || db_writer_prepare(w, "INSERT INTO out.op_breakdown VALUES(?,?,?)", &st))
         return -1;
     for (int op = 0; op < OP_COUNT && !rc; op++) {
         sqlite3_bind_int64(st, 1, run_id);
         sqlite3_bind_text(st, 2, cost_op_name((enum cost_op)op), -1, SQLITE_STATIC);
         sqlite3_bind_double(st, 3, m.ops.op_s[op]);
-        rc = step_done(w, st);
+        rc = db_writer_step(w, st);
     }
     sqlite3_finalize(st);
     return rc;
@@ -514,7 +180,7 @@ static int sim_content(struct writer *w, const void *ctx, int64_t run_id)
     const struct sim *s = ctx;
     struct sim_summary m;
     sim_get_summary(s, &m);
-    return write_requests(w, s, run_id) || copy_spilled(w, run_id) || write_summary(w, &m, run_id) ? -1 : 0;
+    return write_requests(w, s, run_id) || db_runs_copy(w, run_id) || write_summary(w, &m, run_id) ? -1 : 0;
 }
 
 /* The run's transaction on `out`: its schema first in a transaction of its own, then WAL mode, then
@@ -524,12 +190,12 @@ static int sim_content(struct writer *w, const void *ctx, int64_t run_id)
 static int write_run(struct writer *w, const struct run_src *src)
 {
     if (sqlite3_exec(w->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return db_fail(w, "begin");
+        return db_writer_fail(w, "begin");
     char *sch = db_schema_in("out");
     const int ok = sqlite3_exec(w->db, sch, NULL, NULL, NULL) == SQLITE_OK;
     free(sch);
     if (!ok || db_upgrade(w->db, "out"))
-        return db_fail(w, "schema (is it a tessera database?)");
+        return db_writer_fail(w, "schema (is it a tessera database?)");
     /* (a busy answer the busy handler does not cover, as when writers switch a database's journal
      * mode at once, fails this try of the write, which db_out_commit makes again) */
     if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK ||
@@ -537,14 +203,14 @@ static int write_run(struct writer *w, const struct run_src *src)
                      w->fresh ? "PRAGMA out.journal_mode=OFF; PRAGMA out.synchronous=OFF; BEGIN IMMEDIATE"
                               : "PRAGMA out.journal_mode=WAL; PRAGMA out.synchronous=NORMAL; BEGIN IMMEDIATE",
                      NULL, NULL, NULL) != SQLITE_OK)
-        return db_fail(w, "begin");
+        return db_writer_fail(w, "begin");
     /* without --append or --replace, a database another writer gave a run since this one's pre-run
      * check is refused too, as it would have been had it come first: whichever writers start
      * together, exactly one lands its run and every other is refused */
     if (w->mode == DB_NEW && !w->fresh) {
         sqlite3_stmt *n = NULL;
         int64_t runs = 0;
-        if (prepare(w, "SELECT count(*) FROM out.runs", &n))
+        if (db_writer_prepare(w, "SELECT count(*) FROM out.runs", &n))
             return -1;
         if (sqlite3_step(n) == SQLITE_ROW)
             runs = sqlite3_column_int64(n, 0);
@@ -558,20 +224,20 @@ static int write_run(struct writer *w, const struct run_src *src)
         sqlite3_exec(w->db, "DELETE FROM out.runs; DELETE FROM out.requests; DELETE FROM out.step_runs; "
                             "DELETE FROM out.segment_runs; DELETE FROM out.summary; DELETE FROM out.op_breakdown;",
                      NULL, NULL, NULL) != SQLITE_OK)
-        return db_fail(w, "replacing the runs");
+        return db_writer_fail(w, "replacing the runs");
     static const char *const fleet_tables[] = {"fleets", "fleet_replicas", "fleet_readings"};
     for (size_t i = 0; w->mode == DB_REPLACE && i < TS_ARRAY_LEN(fleet_tables); i++) { /* where it has them */
         char sql[160];
         sqlite3_stmt *has = NULL;
         snprintf(sql, sizeof sql, "SELECT 1 FROM out.sqlite_master WHERE type = 'table' AND name = '%s'", fleet_tables[i]);
-        const bool there = prepare(w, sql, &has) == 0 && sqlite3_step(has) == SQLITE_ROW;
+        const bool there = db_writer_prepare(w, sql, &has) == 0 && sqlite3_step(has) == SQLITE_ROW;
         sqlite3_finalize(has);
         snprintf(sql, sizeof sql, "DELETE FROM out.%s", fleet_tables[i]);
         if (there && sqlite3_exec(w->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-            return db_fail(w, "replacing the runs");
+            return db_writer_fail(w, "replacing the runs");
     }
     sqlite3_stmt *st;
-    if (prepare(w, "INSERT INTO out.runs(created, code_version, seed, config_json) VALUES(?,?,?,?)", &st))
+    if (db_writer_prepare(w, "INSERT INTO out.runs(created, code_version, seed, config_json) VALUES(?,?,?,?)", &st))
         return -1;
     /* created to the nanosecond: with the code version, seed and configuration, the run's identity
      * (db merge leaves out a run its output holds already) */
@@ -588,7 +254,7 @@ static int write_run(struct writer *w, const struct run_src *src)
     sqlite3_bind_text(st, 2, src->code_version, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, (int64_t)src->cfg->seed);
     sqlite3_bind_text(st, 4, cfg, -1, SQLITE_TRANSIENT);
-    int rc = step_done(w, st);
+    int rc = db_writer_step(w, st);
     sqlite3_finalize(st);
     free(cfg);
     if (rc)
@@ -596,7 +262,7 @@ static int write_run(struct writer *w, const struct run_src *src)
     if (src->content(w, src->ctx, sqlite3_last_insert_rowid(w->db)))
         return -1;
     if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        return db_fail(w, "commit");
+        return db_writer_fail(w, "commit");
     return 0;
 }
 
@@ -678,7 +344,7 @@ int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct
 static int spill_steps(struct db_out *o, struct sim *s, bool drop, bool last, struct ts_err *err)
 {
     o->w.err = err;
-    if (write_steps(&o->w, s, &o->runs, last))
+    if (db_runs_add(&o->w, s, &o->runs, last))
         return -1;
     if (drop)
         sim_steps_drop(s);
@@ -837,11 +503,11 @@ static int fleet_content(struct writer *w, const void *ctx, int64_t run_id)
     const int made = sqlite3_exec(w->db, sch, NULL, NULL, NULL) == SQLITE_OK;
     free(sch);
     if (!made)
-        return db_fail(w, "the fleet tables");
+        return db_writer_fail(w, "the fleet tables");
     if (write_summary(w, &r->fleet, run_id))
         return -1;
     sqlite3_stmt *st;
-    if (prepare(w, "INSERT INTO out.fleets VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", &st))
+    if (db_writer_prepare(w, "INSERT INTO out.fleets VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", &st))
         return -1;
     const int64_t ints[] = {run_id, r->n, r->refused, r->deferred, r->started, r->stopped, r->refresh_pool, r->handoffs,
                             r->handoffs_kv};
@@ -851,9 +517,9 @@ static int fleet_content(struct writer *w, const void *ctx, int64_t run_id)
     sqlite3_bind_double(st, 11, r->handoffs ? r->xfer_s / (double)r->handoffs : 0);
     if (r->ntau > 0)
         sqlite3_bind_double(st, 12, r->tau_mean);
-    int rc = step_done(w, st);
+    int rc = db_writer_step(w, st);
     sqlite3_finalize(st);
-    if (rc || prepare(w, "INSERT INTO out.fleet_replicas VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
+    if (rc || db_writer_prepare(w, "INSERT INTO out.fleet_replicas VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
         return -1;
     for (int i = 0; i < r->n && !rc; i++) {
         const struct sim_summary *m = &r->replica[i];
@@ -873,10 +539,10 @@ static int fleet_content(struct writer *w, const void *ctx, int64_t run_id)
         char *cfg = sim_config_to_json(&f->cfg[i], NULL);
         sqlite3_bind_text(st, 20, cfg, -1, SQLITE_TRANSIENT);
         free(cfg);
-        rc = step_done(w, st);
+        rc = db_writer_step(w, st);
     }
     sqlite3_finalize(st);
-    if (rc || prepare(w, "INSERT INTO out.fleet_readings VALUES(?,?,?,?,?,?)", &st))
+    if (rc || db_writer_prepare(w, "INSERT INTO out.fleet_readings VALUES(?,?,?,?,?,?)", &st))
         return -1;
     for (int64_t k = 0; k < r->nscale + r->ntau && !rc; k++) {
         const bool scale = k < r->nscale;
@@ -888,7 +554,7 @@ static int fleet_content(struct writer *w, const void *ctx, int64_t run_id)
         sqlite3_bind_double(st, 4, scale ? p->up : q->tau);
         sqlite3_bind_double(st, 5, scale ? p->starting : q->tpf);
         sqlite3_bind_int64(st, 6, scale ? p->outstanding : q->outstanding);
-        rc = step_done(w, st);
+        rc = db_writer_step(w, st);
     }
     sqlite3_finalize(st);
     return rc;
@@ -919,11 +585,11 @@ static int plan_content(struct writer *w, const void *ctx, int64_t run_id)
     const int made = sqlite3_exec(w->db, sch, NULL, NULL, NULL) == SQLITE_OK;
     free(sch);
     if (!made)
-        return db_fail(w, "the plan's table");
+        return db_writer_fail(w, "the plan's table");
     if (p->m && write_summary(w, p->m, run_id))
         return -1;
     sqlite3_stmt *st;
-    if (prepare(w, "INSERT INTO out.plan_candidates(run_id, plan, candidate, label, status, why, rps_per_replica, "
+    if (db_writer_prepare(w, "INSERT INTO out.plan_candidates(run_id, plan, candidate, label, status, why, rps_per_replica, "
                    "rps_failed, replicas, gpus, probes, request_steps, p99_s, mean_s, within, content_tok_s, "
                    "mean_power_w, accuracy, accuracy_task, known, gpu, wall_s) "
                    "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
@@ -948,7 +614,7 @@ static int plan_content(struct writer *w, const void *ctx, int64_t run_id)
     for (size_t k = 0; k < TS_ARRAY_LEN(more); k++)
         sqlite3_bind_text(st, 19 + (int)k, more[k], -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 22, r->wall_s);
-    const int rc = step_done(w, st);
+    const int rc = db_writer_step(w, st);
     sqlite3_finalize(st);
     return rc;
 }
@@ -987,8 +653,7 @@ void db_out_close(struct db_out *o)
         fclose(o->w.steps);
     if (o->w.segs)
         fclose(o->w.segs);
-    free(o->runs.v);
-    free(o->runs.at.key), free(o->runs.at.val);
+    db_runs_free(&o->runs);
     free(o->w.interval_json);
     free(o);
 }
