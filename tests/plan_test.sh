@@ -55,6 +55,23 @@ expect 0 "plan capacity, robust below the point" -- "$bin" plan capacity --slo p
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert 0 < d["robust_rps"] < d["capacity_rps"]' \
     "$tmp/out" && ok || bad "plan capacity: the robust capacity not below the point ($(head -c 200 "$tmp/out"))"
 
+# a fleet's robust capacity, against tessera sim --interval over the same fleet: at it, the interval's
+# pessimistic p99 within the bound; at the rate its search missed, beyond it
+fleet=(--replicas 2 --gpu h100 --requests 100 --interval-runs 20)
+expect 0 "plan capacity, a fleet's robust" -- "$bin" plan capacity --slo p99=10s "${fleet[@]}" --json
+rates=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+assert 0 < d["robust_rps"] < d["capacity_rps"] and d["robust_failed_rps"] <= 1.02 * d["robust_rps"]
+print(d["robust_rps"], d["robust_failed_rps"])' "$tmp/out") && ok ||
+    bad "plan capacity: a fleet's robust capacity not below its point ($(head -c 300 "$tmp/out"))"
+read -r held missed <<<"$rates"
+for r in "$held" "$missed"; do
+    expect 0 "plan capacity, a fleet's interval at $r" -- "$bin" sim "${fleet[@]}" --interval 90 --rps "$r" --json --quiet
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(int(d["interval"]["lat_p99_s"][1] <= 10))' \
+        "$tmp/out" >"$tmp/verdict.$r"
+done
+[ "$(cat "$tmp/verdict.$held")$(cat "$tmp/verdict.$missed")" = 10 ] && ok ||
+    bad "plan capacity: the fleet's interval does not hold p99 within 10 s at $held and miss it at $missed"
+
 printf '# two cards, two caps\n--gpu h200 h100\n--max-running-requests 1 8\n' >"$tmp/space.txt"
 size=(--rps 6 --slo p90=2s --space "$tmp/space.txt" --confidence 0 --rounds-host h200 "${quick[@]}")
 expect 0 "plan size --help" -- "$bin" plan size --help

@@ -55,9 +55,11 @@ struct cli_interval {
                                       * named, not drawn */
     bool drawn[SRC_COUNT];           /* drawn (a fleet: by some replica) */
     double lo[CLI_INTERVAL_FIGURES], hi[CLI_INTERVAL_FIGURES];
-    /* optional (a single instance's replicates): called with each replicate before it runs (ran
-     * false) and after (true), for figures of a caller's own (tessera plan's robust verdict) */
+    /* optional, for figures of a caller's own (tessera plan's robust verdict): each, a single
+     * instance's replicate before it runs (ran false) and after (true); each_fleet, a fleet's
+     * replicate's fleet summary once it ran */
     void (*each)(void *ctx, struct sim *s, bool ran);
+    void (*each_fleet)(void *ctx, const struct sim_summary *fleet);
     void *each_ctx;
 };
 struct sim_setup;

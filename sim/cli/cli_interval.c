@@ -238,6 +238,8 @@ int cli_interval_fleet(const struct sim_config *workload, const struct sim_confi
         }
         for (int k = 0; k < CLI_INTERVAL_FIGURES; k++)
             v[(size_t)k * runs + r] = figure(&res.fleet, k);
+        if (iv->each_fleet)
+            iv->each_fleet(iv->each_ctx, &res.fleet);
         fleet_result_free(&res);
         say_progress(workload->progress, r + 1, runs, t0);
     }

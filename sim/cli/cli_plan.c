@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "cli_plan.h"
+#include "fleet.h"
 #include "plan.h"
 #include "presets.h"
 #include "setup.h"
@@ -231,14 +232,36 @@ static void robust_each(void *ctx, struct sim *s, bool ran)
         plan_terms(r->slo, &m, missed, &r->value[(size_t)r->done++ * PLAN_TERMS]);
 }
 
+/* a fleet's replicate: its fleet summary's terms (its one pNN term counted by the summary) */
+static void robust_each_fleet(void *ctx, const struct sim_summary *m)
+{
+    struct robust *r = ctx;
+    r->overloaded += m->overloaded;
+    if (r->done < r->runs)
+        plan_fleet_terms(r->slo, m, &r->value[(size_t)r->done++ * PLAN_TERMS]);
+}
+
+/* A fleet's replicates (cli_interval_fleet): each replica its own machine's draws. */
+static int robust_fleet(const struct sim_config *c, struct cli_interval *iv, struct ts_err *err)
+{
+    struct fleet_opts o;
+    struct sim_config *cfg = plan_fleet_of(c, &o, err);
+    if (!cfg)
+        return -1;
+    const int rc = cli_interval_fleet(c, cfg, c->replicas, &o, iv, err);
+    free(cfg);
+    return rc;
+}
+
 int plan_judge_robust(const struct sim_config *base, const struct plan_slo *slo, int level, int runs, bool *held,
                       char *unbounded, size_t len, struct ts_err *err)
 {
     struct sim_config c = *base;
     c.progress = false, c.quiet = true, c.no_steps = true, c.db[0] = '\0';
     unbounded[0] = '\0';
-    if (c.replicas > 1)
-        return ts_fail(err, "a robust capacity is judged on one instance (a fleet's is not)");
+    const bool fleet = c.replicas > 1;
+    if (fleet && plan_fleet_slo(slo, &c, err))
+        return -1;
     struct sim_setup setup;
     struct robust r = {.slo = slo, .runs = runs};
     /* the point run first: an overloaded configuration holds nothing, whatever its replicates; its
@@ -247,11 +270,12 @@ int plan_judge_robust(const struct sim_config *base, const struct plan_slo *slo,
     if (sim_config_validate(&c, &setup, err) || plan_judge(&c, slo, true, &point, err))
         return -1;
     r.n = point.m.num_requests;
-    struct cli_interval iv = {.level = level, .runs = runs, .each = robust_each, .each_ctx = &r};
+    struct cli_interval iv = {.level = level, .runs = runs, .each = fleet ? NULL : robust_each,
+                              .each_fleet = fleet ? robust_each_fleet : NULL, .each_ctx = &r};
     r.value = xcalloc((size_t)runs * PLAN_TERMS, sizeof *r.value);
     if (!point.held) {
         *held = false;
-    } else if (cli_interval_run(&c, &setup, &iv, err)) {
+    } else if (fleet ? robust_fleet(&c, &iv, err) : cli_interval_run(&c, &setup, &iv, err)) {
         free(r.value);
         return -1;
     } else {
@@ -364,7 +388,7 @@ int cli_plan_capacity_of(const struct sim_config *c, const struct plan_args *a, 
         out->request_steps += p.runs[i].request_steps;
         out->stopped += p.runs[i].stopped;
     }
-    if (rc || a->confidence == 0 || out->point.rps == 0 || c->replicas > 1)
+    if (rc || a->confidence == 0 || out->point.rps == 0)
         return rc;
     /* robust: searched from the point capacity down (an interval's pessimistic end holds no higher) */
     struct robust_ctx r = {.c = c, .slo = &a->slo, .level = a->confidence, .runs = c->interval_runs,
@@ -432,8 +456,6 @@ static void print_capacity(const struct sim_config *c, const struct plan_args *a
             printf("  robust        %.4g req/s at %d%% confidence (every figure of the SLO at its %d%% interval's "
                    "pessimistic end, %d replicates a rate; %.4g did not)\n", r->robust.rps, a->confidence,
                    a->confidence, c->interval_runs, r->robust.failed_rps);
-    } else if (a->confidence > 0 && c->replicas > 1) {
-        printf("  robust        not computed: a fleet's interval is not searched (plan the replica)\n");
     }
     printf("  searched      %d runs (%d stopped early), %.3g M request-steps in %.2f s (%.3g M/s)%s\n", r->nruns,
            r->stopped, (double)r->request_steps * 1e-6, r->wall_s,
@@ -454,10 +476,10 @@ static void capacity_json(const struct sim_config *c, const struct plan_args *a,
     json_object_set_new(o, "capacity_rps", json_real(r->point.rps));
     json_object_set_new(o, "failed_rps", json_real(r->point.failed_rps));
     json_object_set_new(o, "tolerance", json_real(a->search.tolerance));
-    if (r->robust_done && !r->unbounded[0])
-        json_object_set_new(o, "robust_rps", json_real(r->robust.rps));
-    else
-        json_object_set_new(o, "robust_rps", json_null());
+    const bool robust = r->robust_done && !r->unbounded[0];
+    json_object_set_new(o, "robust_rps", robust ? json_real(r->robust.rps) : json_null());
+    json_object_set_new(o, "robust_failed_rps", robust && r->robust.failed_rps > 0 ? json_real(r->robust.failed_rps)
+                                                                                    : json_null());
     json_object_set_new(o, "confidence", json_integer(a->confidence));
     json_object_set_new(o, "unbounded", json_string(r->unbounded));
     for (int i = 0; i < r->nruns; i++) {

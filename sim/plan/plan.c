@@ -118,29 +118,60 @@ void plan_watch_of(const struct plan_slo *slo, int64_t n, bool stop, struct sim_
         }
 }
 
-/* A --replicas fleet of c, run to its end (cli_fleet.c's, without a fleet file or autoscaler). */
-static int fleet_summary(const struct sim_config *c, struct sim_summary *out, struct ts_err *err)
+struct sim_config *plan_fleet_of(const struct sim_config *c, struct fleet_opts *o, struct ts_err *err)
 {
-    struct fleet_opts o = {.staleness_s = c->router_staleness, .admit_max = c->admit_max,
-                           .defer = c->admit == ADMIT_DEFER};
-    if (c->fleet[0] || c->autoscale[0])
-        return ts_fail(err, "%s: tessera plan sizes a fleet of --replicas N, fixed", c->fleet[0] ? "--fleet" : "--autoscale");
-    if (fleet_router_parse(c->router, &o.router, &o.affinity, err) || fleet_disagg_parse(c->disagg, &o.disagg, err) ||
-        fleet_tau_parse(c->load_control, &o.tau, err))
-        return -1;
-    if (o.disagg.mode != DISAGG_OFF) {
-        const int refresh = o.disagg.refresh > 0 ? o.disagg.refresh : c->replicas / 2;
-        if (refresh < 1 || refresh >= c->replicas)
-            return ts_fail(err, "--disagg '%s': a Refresh pool of %d of the %d replicas", c->disagg, refresh, c->replicas);
+    *o = (struct fleet_opts){.staleness_s = c->router_staleness, .admit_max = c->admit_max,
+                             .defer = c->admit == ADMIT_DEFER};
+    if (c->fleet[0] || c->autoscale[0]) {
+        ts_fail(err, "%s: tessera plan sizes a fleet of --replicas N, fixed", c->fleet[0] ? "--fleet" : "--autoscale");
+        return NULL;
     }
-    const int n = c->replicas;
-    struct sim_config *cfg = xmalloc(sizeof *cfg * (size_t)n);
-    for (int i = 0; i < n; i++) {
+    if (fleet_router_parse(c->router, &o->router, &o->affinity, err) || fleet_disagg_parse(c->disagg, &o->disagg, err) ||
+        fleet_tau_parse(c->load_control, &o->tau, err))
+        return NULL;
+    if (o->disagg.mode != DISAGG_OFF) {
+        const int refresh = o->disagg.refresh > 0 ? o->disagg.refresh : c->replicas / 2;
+        if (refresh < 1 || refresh >= c->replicas) {
+            ts_fail(err, "--disagg '%s': a Refresh pool of %d of the %d replicas", c->disagg, refresh, c->replicas);
+            return NULL;
+        }
+    }
+    struct sim_config *cfg = xmalloc(sizeof *cfg * (size_t)c->replicas);
+    for (int i = 0; i < c->replicas; i++) {
         cfg[i] = *c;
         cfg[i].replicas = 1, cfg[i].db[0] = '\0', cfg[i].no_steps = true, cfg[i].json = false, cfg[i].progress = false;
     }
+    return cfg;
+}
+
+int plan_fleet_slo(const struct plan_slo *slo, struct sim_config *c, struct ts_err *err)
+{
+    int shares = 0;
+    for (int k = 0; k < slo->n; k++) {
+        if (slo->t[k].kind != TERM_SHARE)
+            continue;
+        if (++shares > 1)
+            return ts_fail(err, "--slo: a fleet is judged on one percentile term (its --slo count); this SLO has more");
+        c->slo = slo->t[k].bound_s; /* (the fleet's summary counts the requests within it) */
+    }
+    return 0;
+}
+
+int plan_fleet_terms(const struct plan_slo *slo, const struct sim_summary *m, double *value)
+{
+    int64_t missed[SIM_WATCH_MAX] = {m->num_requests - m->slo_met};
+    return plan_terms(slo, m, missed, value);
+}
+
+/* A --replicas fleet of c, run to its end (cli_fleet.c's, without a fleet file or autoscaler). */
+static int fleet_summary(const struct sim_config *c, struct sim_summary *out, struct ts_err *err)
+{
+    struct fleet_opts o;
+    struct sim_config *cfg = plan_fleet_of(c, &o, err);
+    if (!cfg)
+        return -1;
     struct fleet_result r;
-    const int rc = fleet_run(c, cfg, n, &o, &r, err);
+    const int rc = fleet_run(c, cfg, c->replicas, &o, &r, err);
     free(cfg);
     if (rc)
         return -1;
@@ -159,15 +190,7 @@ int plan_judge(const struct sim_config *base, const struct plan_slo *slo, bool e
     out->missed = -1;
     int64_t missed[SIM_WATCH_MAX] = {0};
     if (c.replicas > 1) {
-        int shares = 0;
-        for (int k = 0; k < slo->n; k++) {
-            if (slo->t[k].kind != TERM_SHARE)
-                continue;
-            if (++shares > 1)
-                return ts_fail(err, "--slo: a fleet is judged on one percentile term (its --slo count); this SLO has more");
-            c.slo = slo->t[k].bound_s; /* (the fleet's summary counts the requests within it) */
-        }
-        if (fleet_summary(&c, &out->m, err))
+        if (plan_fleet_slo(slo, &c, err) || fleet_summary(&c, &out->m, err))
             return -1;
         missed[0] = out->m.num_requests - out->m.slo_met;
         out->request_steps = out->m.request_steps;

@@ -62,6 +62,16 @@ int plan_judge(const struct sim_config *c, const struct plan_slo *slo, bool earl
  * missed[k], the requests that missed its bound); the first term missed, or -1. */
 int plan_terms(const struct plan_slo *slo, const struct sim_summary *m, const int64_t *missed, double *value);
 
+/* A --replicas fleet of c as a plan runs it (no fleet file or autoscaler): its options into o and its
+ * replicas' configurations (c->replicas of them, the caller's to free), or NULL with err. */
+struct fleet_opts;
+struct sim_config *plan_fleet_of(const struct sim_config *c, struct fleet_opts *o, struct ts_err *err);
+/* A fleet is judged on one percentile term: its bound into c->slo (the fleet's summary counts the
+ * requests within it, slo_met), or -1 where the SLO has more. */
+int plan_fleet_slo(const struct plan_slo *slo, struct sim_config *c, struct ts_err *err);
+/* plan_terms over a fleet's summary (its one pNN term's misses: the requests not within c->slo). */
+int plan_fleet_terms(const struct plan_slo *slo, const struct sim_summary *m, double *value);
+
 /* A judge: whether the configuration holds the SLO at rate rps (ctx its own). */
 typedef int (*plan_judge_fn)(void *ctx, double rps, bool *held, struct ts_err *err);
 struct plan_search {
