@@ -72,6 +72,32 @@ done
 [ "$(cat "$tmp/verdict.$held")$(cat "$tmp/verdict.$missed")" = 10 ] && ok ||
     bad "plan capacity: the fleet's interval does not hold p99 within 10 s at $held and miss it at $missed"
 
+# a fleet file's capacity, fixed and autoscaled, against tessera sim --fleet over the same fleet: at
+# the capacity 99% within 10 s and not overloaded, at the rate that missed not both
+printf '1 --gpu h100\n1 --gpu h200\n' >"$tmp/plan-fleet.txt"
+for scale in "" "--autoscale min=1,up=4,down=1"; do
+    # shellcheck disable=SC2086 # $scale: no option, or the autoscaler's two words
+    expect 0 "plan capacity --fleet $scale" -- "$bin" plan capacity --slo p99=10s --fleet "$tmp/plan-fleet.txt" $scale \
+        --requests 100 --confidence 0 --json
+    rates=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+assert d["replicas"] == 2 and "h200" in d["searched"] and 0 < d["capacity_rps"] < d["failed_rps"]
+print(d["capacity_rps"], d["failed_rps"])' "$tmp/out") && ok || bad "plan capacity --fleet $scale: $(head -c 300 "$tmp/out")"
+    read -r held missed <<<"$rates"
+    for r in "$held" "$missed"; do
+        # shellcheck disable=SC2086
+        expect 0 "plan capacity --fleet $scale, sim at $r" -- "$bin" sim --fleet "$tmp/plan-fleet.txt" $scale \
+            --requests 100 --rps "$r" --slo 10 --json --quiet
+        python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(int(d["slo_attainment"] >= 0.99 and not d["overloaded"]))' \
+            "$tmp/out" >"$tmp/verdict.$r"
+    done
+    [ "$(cat "$tmp/verdict.$held")$(cat "$tmp/verdict.$missed")" = 10 ] && ok ||
+        bad "plan capacity --fleet $scale: tessera sim --fleet does not hold the SLO at $held and miss it at $missed"
+done
+printf -- '--gpu h100 h200\n' >"$tmp/space-cards.txt"
+expect 2 "plan size, a fleet file" -- "$bin" plan size --rps 1 --slo p99=10s --space "$tmp/space-cards.txt" \
+    --fleet "$tmp/plan-fleet.txt" --out "$tmp/plan-fleet-out"
+contains "plan size, a fleet file" "a plan sizes a fleet of --replicas N"
+
 printf '# two cards, two caps\n--gpu h200 h100\n--max-running-requests 1 8\n' >"$tmp/space.txt"
 size=(--rps 6 --slo p90=2s --space "$tmp/space.txt" --confidence 0 --rounds-host h200 "${quick[@]}")
 expect 0 "plan size --help" -- "$bin" plan size --help

@@ -182,8 +182,7 @@ static int read_fleet(const char *path, int argc, char **argv, struct sim_config
     return rc;
 }
 
-/* "8 x llada-8b on h100 (dllm-serve), 16 x ..." of consecutive equal replicas. */
-static void describe(const struct sim_config *cfg, int n, char *buf, size_t len)
+void cli_fleet_describe(const struct sim_config *cfg, int n, char *buf, size_t len)
 {
     buf[0] = '\0';
     for (int i = 0; i < n;) {
@@ -207,7 +206,7 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
 {
     const struct sim_summary *m = &r->fleet;
     char what[4096];
-    describe(cfg, r->n, what, sizeof what);
+    cli_fleet_describe(cfg, r->n, what, sizeof what);
     printf("tessera sim: a fleet of %d replicas behind router %s (its view at most %g s stale)\n", r->n, base->router,
            base->router_staleness);
     printf("  replicas      %s\n", what);
@@ -455,7 +454,8 @@ static int report(const struct sim_config *base, const struct sim_config *cfg, i
     return rc;
 }
 
-int cli_fleet(const struct sim_config *base, int argc, char **argv)
+int cli_fleet_build(const struct sim_config *base, int argc, char **argv, struct sim_config **out, int *count,
+                    struct fleet_opts *out_o)
 {
     if (base->replicas > 1 && base->fleet[0]) {
         fprintf(stderr, "tessera sim: --replicas and --fleet: one or the other (a fleet file's groups give their "
@@ -518,6 +518,18 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
         free(cfg);
         return EXIT_USAGE;
     }
+    *out = cfg, *count = n, *out_o = o;
+    return 0;
+}
+
+int cli_fleet(const struct sim_config *base, int argc, char **argv)
+{
+    struct sim_config *cfg = NULL;
+    int n = 0;
+    struct fleet_opts o;
+    if (cli_fleet_build(base, argc, argv, &cfg, &n, &o))
+        return EXIT_USAGE;
+    struct ts_err err;
     if (base->db[0] && db_check(base->db, (enum db_mode)base->db_mode, &err)) { /* --db: before any work */
         fprintf(stderr, "tessera sim: --db %s\n", err.msg);
         free(cfg);

@@ -241,42 +241,53 @@ static void robust_each_fleet(void *ctx, const struct sim_summary *m)
         plan_fleet_terms(r->slo, m, &r->value[(size_t)r->done++ * PLAN_TERMS]);
 }
 
-/* A fleet's replicates (cli_interval_fleet): each replica its own machine's draws. */
-static int robust_fleet(const struct sim_config *c, struct cli_interval *iv, struct ts_err *err)
+/* Fleet f's replicates under workload c (cli_interval_fleet): each replica its own machine's draws. */
+static int robust_fleet(const struct sim_config *c, const struct plan_fleet *f, const struct plan_slo *slo,
+                        struct cli_interval *iv, struct ts_err *err)
 {
-    struct fleet_opts o;
-    struct sim_config *cfg = plan_fleet_of(c, &o, err);
+    struct sim_config *cfg = plan_fleet_at(f, slo, err);
     if (!cfg)
         return -1;
-    const int rc = cli_interval_fleet(c, cfg, c->replicas, &o, iv, err);
+    struct fleet_opts o = f->o;
+    o.progress = false;
+    const int rc = cli_interval_fleet(c, cfg, f->n, &o, iv, err);
     free(cfg);
     return rc;
 }
 
-int plan_judge_robust(const struct sim_config *base, const struct plan_slo *slo, int level, int runs, bool *held,
-                      char *unbounded, size_t len, struct ts_err *err)
+int plan_judge_robust(const struct sim_config *base, const struct plan_fleet *given, const struct plan_slo *slo,
+                      int level, int runs, bool *held, char *unbounded, size_t len, struct ts_err *err)
 {
     struct sim_config c = *base;
     c.progress = false, c.quiet = true, c.no_steps = true, c.db[0] = '\0';
     unbounded[0] = '\0';
-    const bool fleet = c.replicas > 1;
-    if (fleet && plan_fleet_slo(slo, &c, err))
-        return -1;
+    struct plan_fleet own = {0};
+    const struct plan_fleet *fl = given;
+    if (!fl && c.replicas > 1) { /* a --replicas fleet of c */
+        if (plan_fleet_of(&c, &own, err))
+            return -1;
+        fl = &own;
+    }
+    const bool fleet = fl != NULL;
     struct sim_setup setup;
     struct robust r = {.slo = slo, .runs = runs};
     /* the point run first: an overloaded configuration holds nothing, whatever its replicates; its
      * summary holds the workload's requests, stopped or not */
     struct plan_run point;
-    if (sim_config_validate(&c, &setup, err) || plan_judge(&c, slo, true, &point, err))
+    if (fleet ? plan_judge_fleet(&c, fl, slo, &point, err)
+              : sim_config_validate(&c, &setup, err) || plan_judge(&c, slo, true, &point, err)) {
+        plan_fleet_free(&own);
         return -1;
+    }
     r.n = point.m.num_requests;
     struct cli_interval iv = {.level = level, .runs = runs, .each = fleet ? NULL : robust_each,
                               .each_fleet = fleet ? robust_each_fleet : NULL, .each_ctx = &r};
     r.value = xcalloc((size_t)runs * PLAN_TERMS, sizeof *r.value);
     if (!point.held) {
         *held = false;
-    } else if (fleet ? robust_fleet(&c, &iv, err) : cli_interval_run(&c, &setup, &iv, err)) {
+    } else if (fleet ? robust_fleet(&c, fl, slo, &iv, err) : cli_interval_run(&c, &setup, &iv, err)) {
         free(r.value);
+        plan_fleet_free(&own);
         return -1;
     } else {
         *held = true;
@@ -300,6 +311,7 @@ int plan_judge_robust(const struct sim_config *base, const struct plan_slo *slo,
                          cli_interval_source_name(k));
     }
     free(r.value);
+    plan_fleet_free(&own);
     return 0;
 }
 
@@ -308,6 +320,7 @@ int plan_judge_robust(const struct sim_config *base, const struct plan_slo *slo,
 /* The point judge: c at rate r, each probe kept for the report. */
 struct probe_log {
     struct sim_config c;
+    const struct plan_fleet *fleet; /* NULL: c itself (one instance, or its --replicas fleet) */
     const struct plan_slo *slo;
     bool early, progress;
     struct plan_run *runs;
@@ -322,7 +335,7 @@ static int point_judge(void *ctx, double rps, bool *held, struct ts_err *err)
     p->c.rps = rps;
     struct plan_run r;
     const double t0 = ts_wall_s();
-    if (plan_judge(&p->c, p->slo, p->early, &r, err))
+    if (p->fleet ? plan_judge_fleet(&p->c, p->fleet, p->slo, &r, err) : plan_judge(&p->c, p->slo, p->early, &r, err))
         return -1;
     p->wall_s += ts_wall_s() - t0;
     ts_grow((void **)&p->runs, &p->cap, (size_t)p->n + 1, sizeof *p->runs);
@@ -335,6 +348,7 @@ static int point_judge(void *ctx, double rps, bool *held, struct ts_err *err)
 
 struct robust_ctx {
     const struct sim_config *c;
+    const struct plan_fleet *fleet;
     const struct plan_slo *slo;
     int level, runs, probes;
     bool progress;
@@ -346,7 +360,7 @@ static int robust_judge(void *ctx, double rps, bool *held, struct ts_err *err)
     struct robust_ctx *r = ctx;
     struct sim_config c = *r->c;
     c.rps = rps;
-    if (plan_judge_robust(&c, r->slo, r->level, r->runs, held, r->unbounded, sizeof r->unbounded, err))
+    if (plan_judge_robust(&c, r->fleet, r->slo, r->level, r->runs, held, r->unbounded, sizeof r->unbounded, err))
         return -1;
     r->probes++;
     if (r->progress)
@@ -375,11 +389,12 @@ static const char *missed_text(const struct plan_slo *slo, const struct plan_run
     return buf;
 }
 
-int cli_plan_capacity_of(const struct sim_config *c, const struct plan_args *a, struct plan_result *out,
-                         struct ts_err *err)
+int cli_plan_capacity_of(const struct sim_config *c, const struct plan_fleet *fleet, const struct plan_args *a,
+                         struct plan_result *out, struct ts_err *err)
 {
     memset(out, 0, sizeof *out);
-    struct probe_log p = {.c = *c, .slo = &a->slo, .early = a->early, .progress = c->progress && !c->quiet};
+    struct probe_log p = {.c = *c, .fleet = fleet, .slo = &a->slo, .early = a->early,
+                          .progress = c->progress && !c->quiet};
     const int rc = plan_capacity(&a->search, point_judge, &p, &out->point, err);
     out->runs = p.runs;
     out->nruns = p.n;
@@ -391,7 +406,7 @@ int cli_plan_capacity_of(const struct sim_config *c, const struct plan_args *a, 
     if (rc || a->confidence == 0 || out->point.rps == 0)
         return rc;
     /* robust: searched from the point capacity down (an interval's pessimistic end holds no higher) */
-    struct robust_ctx r = {.c = c, .slo = &a->slo, .level = a->confidence, .runs = c->interval_runs,
+    struct robust_ctx r = {.c = c, .fleet = fleet, .slo = &a->slo, .level = a->confidence, .runs = c->interval_runs,
                            .progress = p.progress};
     struct plan_search s = a->search;
     s.start_rps = out->point.rps;
@@ -404,14 +419,29 @@ int cli_plan_capacity_of(const struct sim_config *c, const struct plan_args *a, 
     return 0;
 }
 
-static void print_capacity(const struct sim_config *c, const struct plan_args *a, const struct plan_result *r)
+/* What is searched: "llada-8b on h100, system dllm-serve", or a fleet's replicas ("2 x llada-8b on h100
+ * (dual)", cli_fleet_describe) behind its router. */
+static void searched_text(const struct sim_config *c, const struct plan_fleet *fleet, char *buf, size_t len)
 {
-    char slo[512], known[512], load[CFG_PATH + 256], why[400];
+    if (fleet) {
+        cli_fleet_describe(fleet->cfg, fleet->n, buf, len);
+        snprintf(buf + strlen(buf), len - strlen(buf), " behind router %s%s", c->router,
+                 c->autoscale[0] ? ", autoscaled" : "");
+    } else if (c->replicas > 1) {
+        snprintf(buf, len, "%d x %s on %s (%s) behind router %s", c->replicas, c->model, c->gpu,
+                 c->system[0] ? c->system : c->policy, c->router);
+    } else {
+        snprintf(buf, len, "%s on %s%s%s", c->model, c->gpu, c->system[0] ? ", system " : "", c->system);
+    }
+}
+
+static void print_capacity(const struct sim_config *c, const struct plan_fleet *fleet, const struct plan_args *a,
+                           const struct plan_result *r)
+{
+    char slo[512], known[512], load[CFG_PATH + 256], why[400], what[4 * CFG_PATH];
     const struct plan_run *any = r->nruns ? &r->runs[0] : NULL;
-    printf("tessera plan capacity: %s on %s%s%s%s%s\n", c->model, c->gpu, c->replicas > 1 ? " x " : "",
-           c->replicas > 1 ? "" : "", c->system[0] ? ", system " : "", c->system);
-    if (c->replicas > 1)
-        printf("  fleet         %d replicas behind router %s\n", c->replicas, c->router);
+    searched_text(c, fleet, what, sizeof what);
+    printf("tessera plan capacity: %s\n", what);
     printf("  known         %s\n", sim_known(c, known, sizeof known));
     struct sim_config at = *c;
     at.rps = r->point.rps > 0 ? r->point.rps : a->search.min_rps;
@@ -463,14 +493,17 @@ static void print_capacity(const struct sim_config *c, const struct plan_args *a
            r->robust_done ? (snprintf(load, sizeof load, "; robust: %d probes in %.1f s", r->robust.probes, r->robust_wall_s), load) : "");
 }
 
-static void capacity_json(const struct sim_config *c, const struct plan_args *a, const struct plan_result *r)
+static void capacity_json(const struct sim_config *c, const struct plan_fleet *fleet, const struct plan_args *a,
+                          const struct plan_result *r)
 {
     json_t *o = json_object(), *probes = json_array();
-    char slo[512], known[512];
+    char slo[512], known[512], what[4 * CFG_PATH];
+    searched_text(c, fleet, what, sizeof what);
+    json_object_set_new(o, "searched", json_string(what));
     json_object_set_new(o, "model", json_string(c->model));
     json_object_set_new(o, "gpu", json_string(c->gpu));
     json_object_set_new(o, "system", json_string(c->system));
-    json_object_set_new(o, "replicas", json_integer(c->replicas));
+    json_object_set_new(o, "replicas", json_integer(fleet ? fleet->n : c->replicas));
     json_object_set_new(o, "known", json_string(sim_known(c, known, sizeof known)));
     json_object_set_new(o, "slo", json_string(plan_slo_text(&a->slo, slo, sizeof slo)));
     json_object_set_new(o, "capacity_rps", json_real(r->point.rps));
@@ -542,20 +575,28 @@ int cli_plan_capacity(int argc, char **argv)
     }
     struct ts_err err;
     struct sim_setup setup;
-    if (cli_plan_refuses(&c, &err) || sim_config_validate(&c, &setup, &err)) {
+    if (cli_plan_refuses(&c, &err) || (!c.fleet[0] && sim_config_validate(&c, &setup, &err))) {
         fprintf(stderr, "tessera plan: %s\n", err.msg);
         cli_plan_args_free(&a);
         return EXIT_USAGE;
     }
+    /* a fleet file's or an autoscaler's fleet, as tessera sim makes it (a --replicas fleet: plan_judge's) */
+    struct plan_fleet fleet = {0};
+    const bool made = c.fleet[0] || c.autoscale[0];
+    if (made && cli_fleet_build(&c, a.nrest, a.rest, &fleet.cfg, &fleet.n, &fleet.o)) {
+        cli_plan_args_free(&a);
+        return EXIT_USAGE;
+    }
     struct plan_result r;
-    rc = cli_plan_capacity_of(&c, &a, &r, &err);
+    rc = cli_plan_capacity_of(&c, made ? &fleet : NULL, &a, &r, &err);
     if (rc)
         fprintf(stderr, "tessera plan: %s\n", err.msg);
     else if (c.json)
-        capacity_json(&c, &a, &r);
+        capacity_json(&c, made ? &fleet : NULL, &a, &r);
     else
-        print_capacity(&c, &a, &r);
+        print_capacity(&c, made ? &fleet : NULL, &a, &r);
     free(r.runs);
+    plan_fleet_free(&fleet);
     cli_plan_args_free(&a);
     return rc ? EXIT_USAGE : 0;
 }
@@ -569,7 +610,5 @@ int cli_plan_refuses(const struct sim_config *c, struct ts_err *err)
         return ts_fail(err, "--db: a plan writes its own (--out DIR)");
     if (c->interval > 0)
         return ts_fail(err, "--interval: a plan's robust capacity is its --confidence");
-    if (c->fleet[0] || c->autoscale[0])
-        return ts_fail(err, "%s: a plan sizes a fleet of --replicas N, fixed", c->fleet[0] ? "--fleet" : "--autoscale");
     return 0;
 }

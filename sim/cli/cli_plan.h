@@ -44,15 +44,17 @@ struct plan_result {
     bool robust_done;
     char unbounded[256];   /* the interval's sources never measured for the setup ("": none) */
 };
-int cli_plan_capacity_of(const struct sim_config *c, const struct plan_args *a, struct plan_result *out,
-                         struct ts_err *err);
+/* fleet: the fleet to search (a fleet file's or an autoscaler's, cli_fleet_build), or NULL: c itself
+ * (one instance, or its --replicas fleet). */
+int cli_plan_capacity_of(const struct sim_config *c, const struct plan_fleet *fleet, const struct plan_args *a,
+                         struct plan_result *out, struct ts_err *err);
 
 /* Where a configuration's interval is judged (the robust capacity): the SLO at the pessimistic end of
  * each term's central `level`% over `runs` replicates (cli_interval.c's sources): the share's low end,
  * the mean's high end; and not more than the interval's tail of the replicates overloaded. unbounded
  * gets the sources never measured for its card ("": none), which leave the robust verdict not bounded. */
-int plan_judge_robust(const struct sim_config *c, const struct plan_slo *slo, int level, int runs, bool *held,
-                      char *unbounded, size_t len, struct ts_err *err);
+int plan_judge_robust(const struct sim_config *c, const struct plan_fleet *fleet, const struct plan_slo *slo, int level,
+                      int runs, bool *held, char *unbounded, size_t len, struct ts_err *err);
 
 
 #endif

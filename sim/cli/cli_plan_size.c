@@ -135,7 +135,7 @@ static void size_one(const struct plan_args *a, const struct space *sp, long i, 
     struct sim_config rep = c;
     rep.replicas = 1;
     struct plan_result r;
-    if (cli_plan_capacity_of(&rep, &one, &r, &err)) {
+    if (cli_plan_capacity_of(&rep, NULL, &one, &r, &err)) {
         out->status = CAND_ERROR;
         snprintf(out->r.why, sizeof out->r.why, "%s", err.msg);
         free(r.runs);
@@ -414,7 +414,7 @@ static void print_robust(const struct plan_args *a, const struct space *sp, cons
     struct plan_result r;
     struct plan_args b = *a;
     b.search.start_rps = best->r.rps_per_replica;
-    if (cli_plan_capacity_of(&cfg, &b, &r, &err))
+    if (cli_plan_capacity_of(&cfg, NULL, &b, &r, &err))
         fprintf(stderr, "tessera plan size: the cheapest's robust capacity: %s\n", err.msg);
     else if (r.unbounded[0])
         printf("\n  robust        the cheapest: not bounded (%s never measured for its setup)\n", r.unbounded);
@@ -439,7 +439,10 @@ static int space_check(const struct plan_args *a, const struct space *sp)
             fprintf(stderr, "tessera plan size: candidate %ld (%s) does not parse\n", i + 1, plan_label_of(sp, i, label, sizeof label));
             return EXIT_USAGE;
         }
-        if (cli_plan_refuses(&cfg, &err) || sim_config_validate(&cfg, &setup, &err) || names_resolve(&cfg, &err)) {
+        const bool made = cfg.fleet[0] || cfg.autoscale[0]; /* (a fleet file's or an autoscaler's) */
+        if ((made && ts_fail(&err, "%s: a plan sizes a fleet of --replicas N, fixed (tessera plan capacity searches "
+                                   "a fleet file's or an autoscaler's)", cfg.fleet[0] ? "--fleet" : "--autoscale")) ||
+            cli_plan_refuses(&cfg, &err) || sim_config_validate(&cfg, &setup, &err) || names_resolve(&cfg, &err)) {
             fprintf(stderr, "tessera plan size: candidate %ld (%s): %s\n", i + 1, plan_label_of(sp, i, label, sizeof label), err.msg);
             return EXIT_USAGE;
         }

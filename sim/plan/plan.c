@@ -118,43 +118,58 @@ void plan_watch_of(const struct plan_slo *slo, int64_t n, bool stop, struct sim_
         }
 }
 
-struct sim_config *plan_fleet_of(const struct sim_config *c, struct fleet_opts *o, struct ts_err *err)
+int plan_fleet_of(const struct sim_config *c, struct plan_fleet *f, struct ts_err *err)
 {
-    *o = (struct fleet_opts){.staleness_s = c->router_staleness, .admit_max = c->admit_max,
-                             .defer = c->admit == ADMIT_DEFER};
-    if (c->fleet[0] || c->autoscale[0]) {
-        ts_fail(err, "%s: tessera plan sizes a fleet of --replicas N, fixed", c->fleet[0] ? "--fleet" : "--autoscale");
-        return NULL;
+    memset(f, 0, sizeof *f);
+    f->o = (struct fleet_opts){.staleness_s = c->router_staleness, .admit_max = c->admit_max,
+                               .defer = c->admit == ADMIT_DEFER};
+    if (c->fleet[0] || c->autoscale[0])
+        return ts_fail(err, "%s: a fleet of --replicas N is made here; a fleet file's or an autoscaler's by its "
+                            "command (cli_fleet_build)", c->fleet[0] ? "--fleet" : "--autoscale");
+    if (fleet_router_parse(c->router, &f->o.router, &f->o.affinity, err) ||
+        fleet_disagg_parse(c->disagg, &f->o.disagg, err) || fleet_tau_parse(c->load_control, &f->o.tau, err))
+        return -1;
+    if (f->o.disagg.mode != DISAGG_OFF) {
+        const int refresh = f->o.disagg.refresh > 0 ? f->o.disagg.refresh : c->replicas / 2;
+        if (refresh < 1 || refresh >= c->replicas)
+            return ts_fail(err, "--disagg '%s': a Refresh pool of %d of the %d replicas", c->disagg, refresh,
+                           c->replicas);
     }
-    if (fleet_router_parse(c->router, &o->router, &o->affinity, err) || fleet_disagg_parse(c->disagg, &o->disagg, err) ||
-        fleet_tau_parse(c->load_control, &o->tau, err))
-        return NULL;
-    if (o->disagg.mode != DISAGG_OFF) {
-        const int refresh = o->disagg.refresh > 0 ? o->disagg.refresh : c->replicas / 2;
-        if (refresh < 1 || refresh >= c->replicas) {
-            ts_fail(err, "--disagg '%s': a Refresh pool of %d of the %d replicas", c->disagg, refresh, c->replicas);
-            return NULL;
-        }
-    }
-    struct sim_config *cfg = xmalloc(sizeof *cfg * (size_t)c->replicas);
-    for (int i = 0; i < c->replicas; i++) {
-        cfg[i] = *c;
-        cfg[i].replicas = 1, cfg[i].db[0] = '\0', cfg[i].no_steps = true, cfg[i].json = false, cfg[i].progress = false;
-    }
-    return cfg;
-}
-
-int plan_fleet_slo(const struct plan_slo *slo, struct sim_config *c, struct ts_err *err)
-{
-    int shares = 0;
-    for (int k = 0; k < slo->n; k++) {
-        if (slo->t[k].kind != TERM_SHARE)
-            continue;
-        if (++shares > 1)
-            return ts_fail(err, "--slo: a fleet is judged on one percentile term (its --slo count); this SLO has more");
-        c->slo = slo->t[k].bound_s; /* (the fleet's summary counts the requests within it) */
+    f->n = c->replicas;
+    f->cfg = xmalloc(sizeof *f->cfg * (size_t)f->n);
+    for (int i = 0; i < f->n; i++) {
+        f->cfg[i] = *c;
+        f->cfg[i].replicas = 1, f->cfg[i].db[0] = '\0', f->cfg[i].no_steps = true, f->cfg[i].json = false;
+        f->cfg[i].progress = false;
     }
     return 0;
+}
+
+void plan_fleet_free(struct plan_fleet *f)
+{
+    free(f->cfg);
+    f->cfg = NULL, f->n = 0;
+}
+
+struct sim_config *plan_fleet_at(const struct plan_fleet *f, const struct plan_slo *slo, struct ts_err *err)
+{
+    double bound = 0;
+    int shares = 0;
+    for (int k = 0; k < slo->n; k++)
+        if (slo->t[k].kind == TERM_SHARE) {
+            if (++shares > 1) {
+                ts_fail(err, "--slo: a fleet is judged on one percentile term (its --slo count); this SLO has more");
+                return NULL;
+            }
+            bound = slo->t[k].bound_s;
+        }
+    struct sim_config *cfg = xmalloc(sizeof *cfg * (size_t)f->n);
+    for (int i = 0; i < f->n; i++) {
+        cfg[i] = f->cfg[i];
+        cfg[i].slo = bound; /* (each replica's summary counts the requests within it) */
+        cfg[i].quiet = true, cfg[i].progress = false, cfg[i].no_steps = true, cfg[i].db[0] = '\0';
+    }
+    return cfg;
 }
 
 int plan_fleet_terms(const struct plan_slo *slo, const struct sim_summary *m, double *value)
@@ -163,20 +178,29 @@ int plan_fleet_terms(const struct plan_slo *slo, const struct sim_summary *m, do
     return plan_terms(slo, m, missed, value);
 }
 
-/* A --replicas fleet of c, run to its end (cli_fleet.c's, without a fleet file or autoscaler). */
-static int fleet_summary(const struct sim_config *c, struct sim_summary *out, struct ts_err *err)
+int plan_judge_fleet(const struct sim_config *workload, const struct plan_fleet *f, const struct plan_slo *slo,
+                     struct plan_run *out, struct ts_err *err)
 {
-    struct fleet_opts o;
-    struct sim_config *cfg = plan_fleet_of(c, &o, err);
+    struct sim_config w = *workload;
+    w.progress = false, w.quiet = true, w.no_steps = true, w.db[0] = '\0', w.json = false;
+    memset(out, 0, sizeof *out);
+    out->rps = w.rps;
+    struct sim_config *cfg = plan_fleet_at(f, slo, err);
     if (!cfg)
         return -1;
+    struct fleet_opts o = f->o;
+    o.progress = false;
     struct fleet_result r;
-    const int rc = fleet_run(c, cfg, c->replicas, &o, &r, err);
+    const int rc = fleet_run(&w, cfg, f->n, &o, &r, err);
     free(cfg);
     if (rc)
         return -1;
-    *out = r.fleet;
+    out->m = r.fleet;
     fleet_result_free(&r);
+    out->request_steps = out->m.request_steps;
+    out->missed = plan_fleet_terms(slo, &out->m, out->value);
+    out->overloaded = out->m.overloaded;
+    out->held = out->missed < 0 && !out->overloaded;
     return 0;
 }
 
@@ -190,10 +214,12 @@ int plan_judge(const struct sim_config *base, const struct plan_slo *slo, bool e
     out->missed = -1;
     int64_t missed[SIM_WATCH_MAX] = {0};
     if (c.replicas > 1) {
-        if (plan_fleet_slo(slo, &c, err) || fleet_summary(&c, &out->m, err))
+        struct plan_fleet f;
+        if (plan_fleet_of(&c, &f, err))
             return -1;
-        missed[0] = out->m.num_requests - out->m.slo_met;
-        out->request_steps = out->m.request_steps;
+        const int rc = plan_judge_fleet(&c, &f, slo, out, err);
+        plan_fleet_free(&f);
+        return rc;
     } else {
         struct sim *s = sim_create(&c, err);
         if (!s)

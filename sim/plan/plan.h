@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "fleet.h"
 #include "sim.h"
 #include "util.h"
 
@@ -62,15 +63,27 @@ int plan_judge(const struct sim_config *c, const struct plan_slo *slo, bool earl
  * missed[k], the requests that missed its bound); the first term missed, or -1. */
 int plan_terms(const struct plan_slo *slo, const struct sim_summary *m, const int64_t *missed, double *value);
 
-/* A --replicas fleet of c as a plan runs it (no fleet file or autoscaler): its options into o and its
- * replicas' configurations (c->replicas of them, the caller's to free), or NULL with err. */
-struct fleet_opts;
-struct sim_config *plan_fleet_of(const struct sim_config *c, struct fleet_opts *o, struct ts_err *err);
-/* A fleet is judged on one percentile term: its bound into c->slo (the fleet's summary counts the
- * requests within it, slo_met), or -1 where the SLO has more. */
-int plan_fleet_slo(const struct plan_slo *slo, struct sim_config *c, struct ts_err *err);
-/* plan_terms over a fleet's summary (its one pNN term's misses: the requests not within c->slo). */
+/* A fleet as a plan runs it: its replicas' configurations and its options (router, autoscaler, ...). */
+struct plan_fleet {
+    struct sim_config *cfg; /* [n] */
+    int n;
+    struct fleet_opts o;
+};
+/* The --replicas fleet of c into f (a fleet file's or an autoscaler's is its command's to make:
+ * cli_fleet_build), or -1 with err. plan_fleet_free releases it. */
+int plan_fleet_of(const struct sim_config *c, struct plan_fleet *f, struct ts_err *err);
+void plan_fleet_free(struct plan_fleet *f);
+/* f's replicas' configurations as a judged run takes them (a copy, the caller's to free): a fleet is
+ * judged on one percentile term, its bound each replica's slo (its summary then counts the requests
+ * within it); NULL with err where the SLO has more than one. */
+struct sim_config *plan_fleet_at(const struct plan_fleet *f, const struct plan_slo *slo, struct ts_err *err);
+/* plan_terms over a fleet's summary run by plan_fleet_at's replicas (its one pNN term's misses: the
+ * requests not within the bound). */
 int plan_fleet_terms(const struct plan_slo *slo, const struct sim_summary *m, double *value);
+/* Fleet f under the workload of c (its arrivals at c->rps) run to its end and judged against slo, as
+ * plan_judge judges a run. */
+int plan_judge_fleet(const struct sim_config *c, const struct plan_fleet *f, const struct plan_slo *slo,
+                     struct plan_run *out, struct ts_err *err);
 
 /* A judge: whether the configuration holds the SLO at rate rps (ctx its own). */
 typedef int (*plan_judge_fn)(void *ctx, double rps, bool *held, struct ts_err *err);
