@@ -71,28 +71,46 @@ for r in "$held" "$missed"; do
 done
 [ "$(cat "$tmp/verdict.$held")$(cat "$tmp/verdict.$missed")" = 10 ] && ok ||
     bad "plan capacity: the fleet's interval does not hold p99 within 10 s at $held and miss it at $missed"
+expect 2 "plan capacity, a fleet with two pNN terms" -- "$bin" plan capacity --slo p99=10s,p50=5s "${fleet[@]}"
+contains "plan capacity, a fleet with two pNN terms" "a fleet is judged on one percentile term"
 
-# a fleet file's capacity, fixed and autoscaled, against tessera sim --fleet over the same fleet: at
-# the capacity 99% within 10 s and not overloaded, at the rate that missed not both
-printf '1 --gpu h100\n1 --gpu h200\n' >"$tmp/plan-fleet.txt"
-for scale in "" "--autoscale min=1,up=4,down=1"; do
-    # shellcheck disable=SC2086 # $scale: no option, or the autoscaler's two words
-    expect 0 "plan capacity --fleet $scale" -- "$bin" plan capacity --slo p99=10s --fleet "$tmp/plan-fleet.txt" $scale \
-        --requests 100 --confidence 0 --json
+# a fleet file's capacity (groups of 1 and 2), fixed, autoscaled and a --replicas fleet autoscaled,
+# against tessera sim over the same fleet: at the capacity 99% within 10 s and not overloaded, at the
+# rate that missed not both; the fleet file's robust capacity against its interval's p99
+printf '1 --gpu h100\n2 --gpu h200\n' >"$tmp/plan-fleet.txt"
+for made in "--fleet $tmp/plan-fleet.txt" "--fleet $tmp/plan-fleet.txt --autoscale min=1,up=4,down=1" \
+    "--replicas 3 --autoscale min=1,up=4,down=1"; do
+    # shellcheck disable=SC2086 # $made: the fleet's options, a word each
+    expect 0 "plan capacity $made" -- "$bin" plan capacity --slo p99=10s $made --requests 100 --confidence 0 --json
     rates=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
-assert d["replicas"] == 2 and "h200" in d["searched"] and 0 < d["capacity_rps"] < d["failed_rps"]
-print(d["capacity_rps"], d["failed_rps"])' "$tmp/out") && ok || bad "plan capacity --fleet $scale: $(head -c 300 "$tmp/out")"
+assert d["replicas"] == 3 and 0 < d["capacity_rps"] < d["failed_rps"]
+assert ("autoscale" in sys.argv[2]) == ("autoscaled" in d["searched"])
+assert "fleet" not in sys.argv[2] or d["searched"].startswith("1 x llada-8b on h100 (policy dual), 2 x llada-8b on h200")
+print(d["capacity_rps"], d["failed_rps"])' "$tmp/out" "$made") && ok || bad "plan capacity $made: $(head -c 300 "$tmp/out")"
     read -r held missed <<<"$rates"
     for r in "$held" "$missed"; do
         # shellcheck disable=SC2086
-        expect 0 "plan capacity --fleet $scale, sim at $r" -- "$bin" sim --fleet "$tmp/plan-fleet.txt" $scale \
-            --requests 100 --rps "$r" --slo 10 --json --quiet
+        expect 0 "plan capacity $made, sim at $r" -- "$bin" sim $made --requests 100 --rps "$r" --slo 10 --json --quiet
         python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(int(d["slo_attainment"] >= 0.99 and not d["overloaded"]))' \
             "$tmp/out" >"$tmp/verdict.$r"
     done
     [ "$(cat "$tmp/verdict.$held")$(cat "$tmp/verdict.$missed")" = 10 ] && ok ||
-        bad "plan capacity --fleet $scale: tessera sim --fleet does not hold the SLO at $held and miss it at $missed"
+        bad "plan capacity $made: tessera sim does not hold the SLO at $held and miss it at $missed"
 done
+expect 0 "plan capacity --fleet, robust" -- "$bin" plan capacity --slo p99=10s --fleet "$tmp/plan-fleet.txt" --requests 100 \
+    --interval-runs 20 --json
+rates=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+assert 0 < d["robust_rps"] < d["capacity_rps"]
+print(d["robust_rps"], d["robust_failed_rps"])' "$tmp/out") && ok || bad "plan capacity --fleet, robust: $(head -c 300 "$tmp/out")"
+read -r held missed <<<"$rates"
+for r in "$held" "$missed"; do
+    expect 0 "plan capacity --fleet, its interval at $r" -- "$bin" sim --fleet "$tmp/plan-fleet.txt" --requests 100 \
+        --interval 90 --interval-runs 20 --rps "$r" --json --quiet
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(int(d["interval"]["lat_p99_s"][1] <= 10))' \
+        "$tmp/out" >"$tmp/verdict.$r"
+done
+[ "$(cat "$tmp/verdict.$held")$(cat "$tmp/verdict.$missed")" = 10 ] && ok ||
+    bad "plan capacity --fleet: its interval does not hold p99 within 10 s at $held and miss it at $missed"
 printf -- '--gpu h100 h200\n' >"$tmp/space-cards.txt"
 expect 2 "plan size, a fleet file" -- "$bin" plan size --rps 1 --slo p99=10s --space "$tmp/space-cards.txt" \
     --fleet "$tmp/plan-fleet.txt" --out "$tmp/plan-fleet-out"
