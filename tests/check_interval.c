@@ -190,7 +190,7 @@ START_TEST(robust_capacity_at_the_pessimistic_end)
     struct sim_setup setup;
     ck_assert_msg(sim_config_validate(&c, &setup, &err) == 0, "%s", err.msg);
     struct plan_result r;
-    ck_assert_msg(cli_plan_capacity_of(&c, &a, &r, &err) == 0, "%s", err.msg);
+    ck_assert_msg(cli_plan_capacity_of(&c, NULL, &a, &r, &err) == 0, "%s", err.msg);
     ck_assert(r.robust_done && !r.unbounded[0]);
     ck_assert_msg(r.point.rps > 0 && r.robust.rps > 0 && r.robust.rps < r.point.rps, "robust %g req/s, point %g",
                   r.robust.rps, r.point.rps);
