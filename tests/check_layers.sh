@@ -37,7 +37,7 @@ sees() { # the folders a floor's includes resolve in, in order
         kernels) echo sim/core kernels ;;
         engine) echo sim/core engine "$engine_rooms" kernels ;;
         sim) echo sim/core traces sim "$sim_rooms" ;;
-        top) echo sim/core traces sim "$sim_rooms" sim/cli engine engine/gpu engine/harness kernels ;;
+        top) echo sim/core traces sim "$sim_rooms" sim/cli engine engine/gpu engine/ext engine/harness kernels ;;
     esac
 }
 all_dirs="sim/core traces sim $sim_rooms sim/cli engine $engine_rooms engine/harness kernels"
