@@ -153,8 +153,10 @@ struct gen_req {
 
 enum { GEN_SEG_NONE = 0, GEN_SEG_PREFILL, GEN_SEG_REST, GEN_SEG_BLOCK };
 
-/* The policy a generation runs by position itself (FOCUS), its parameters its policy's. */
+/* The policy a generation runs by position itself (FOCUS), and the one of its policy's parameters it
+ * takes (its N_sigma and AR-context rules are the simulator's alone). */
 #define GEN_FOCUS "focus"
+#define GEN_FOCUS_ALPHA "focus-alpha"
 /* FOCUS's largest block: the importance kernel's candidates (K_FOCUS_MAX_CAND). */
 #define GEN_FOCUS_MAX_BLOCK 128
 

@@ -95,7 +95,7 @@ kill_with() {
         return 0 ;;
     esac
     [[ $s == *:* ]] && tcase=${s#*:} s=${s%%:*}
-    [[ $file == sim/cli/* ]] && return 1 # (a Check suite links the library alone: the command line's files are not in it)
+    [[ $file == sim/cli/* ]] && return 1 # (a Check suite is linked here with the library alone: no command-line file)
     # shellcheck disable=SC2086 # the link line and the libraries: the Makefile's words, split on purpose
     if ! [ -x "$dir/$s" ] && ! $link -o "$dir/$s" "$work/$s.o" "$work/test_util.o" "$dir/m.o" "$build/libtessera.a" $libs >"$dir/log" 2>&1; then
         echo build >"$dir/killer"

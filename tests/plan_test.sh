@@ -71,6 +71,8 @@ for r in "$held" "$missed"; do
 done
 [ "$(cat "$tmp/verdict.$held")$(cat "$tmp/verdict.$missed")" = 10 ] && ok ||
     bad "plan capacity: the fleet's interval does not hold p99 within 10 s at $held and miss it at $missed"
+expect 2 "plan capacity, a fleet's option without a fleet" -- "$bin" plan capacity --slo p99=10s --autoscale min=1,up=2,down=1
+contains "plan capacity, a fleet's option without a fleet" "--autoscale: a fleet's option"
 expect 2 "plan capacity, a fleet with two pNN terms" -- "$bin" plan capacity --slo p99=10s,p50=5s "${fleet[@]}"
 contains "plan capacity, a fleet with two pNN terms" "a fleet is judged on one percentile term"
 

@@ -24,7 +24,8 @@
  *   release       a request released (eng_release): what the extension keeps for it, dropped.
  * Every hook may be NULL. An extension's entry points (eng_drift_next, ...) set what its next step
  * does; without them its hooks do nothing, but where a step's own knobs ask for its work
- * (step_desc.iter_smooth: IterSmooth's products, kept or not).
+ * (step_desc.iter_smooth: IterSmooth's products, kept or not) or the extension names its own entries
+ * from the step (SparseD's, with the prompts' lengths eng_tokens gives).
  */
 #ifndef TESSERA_ENG_EXT_H
 #define TESSERA_ENG_EXT_H

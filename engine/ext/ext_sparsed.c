@@ -28,6 +28,8 @@ struct sparsed {
     int32_t *sp_slot;               /* each entry's slot */
     int32_t *slot_of, num_ids;      /* each request id's slot (-1: none), for ids below num_ids */
     int32_t *free_slots, num_free;  /* the slots no request holds */
+    bool own;                       /* the entries are the step's own (entries_of_step), made again for
+                                     * each step it prepares, not the harness's */
 };
 
 extern const struct eng_ext ext_sparsed;
@@ -132,8 +134,13 @@ static int sparsed_check(struct eng *e, void *st, const struct step_desc *sd, bo
 {
     struct sparsed *x = st;
     (void)split;
-    if (x->sp_n == 0 && e->tokens.prompt && entries_of_step(e, x, sd, err))
-        return -1;
+    if (x->own) /* (a step refused after they were made, or captured without step_done, leaves them) */
+        x->sp_n = 0, x->own = false;
+    if (x->sp_n == 0 && e->tokens.prompt) {
+        if (entries_of_step(e, x, sd, err))
+            return -1;
+        x->own = x->sp_n > 0;
+    }
     const struct eng_plan *p = &e->plan;
     for (int32_t i = 0; i < x->sp_n; i++) {
         const struct eng_sparsed_req *r = &x->sp[i];
@@ -196,7 +203,9 @@ static int sparsed_build(struct eng *e, const struct sparsed *x, int L, const st
 
 int eng_sparsed_next(struct eng *e, const struct eng_sparsed_req *r, int32_t n, struct ts_err *err)
 {
-    return set_entries(e, eng_ext_state(e, &ext_sparsed), r, n, err);
+    struct sparsed *x = eng_ext_state(e, &ext_sparsed);
+    x->own = false;
+    return set_entries(e, x, r, n, err);
 }
 
 static int set_entries(struct eng *e, struct sparsed *x, const struct eng_sparsed_req *r, int32_t n,
@@ -205,7 +214,8 @@ static int set_entries(struct eng *e, struct sparsed *x, const struct eng_sparse
     if (room(e).positions <= 0)
         return ts_fail(err, "SparseD: the engine keeps no patterns (eng_opts.room)");
     if (n < 0 || n > room(e).requests)
-        return ts_fail(err, "SparseD: %d requests (at most %d)", n, room(e).requests);
+        return ts_fail(err, "SparseD: %d requests in a step (the engine keeps room for %d: a live run --max-batch "
+                            "of them, at most 64)", n, room(e).requests);
     for (int32_t s = 0; s < e->o.max_tokens; s++)
         x->h_sp_base[s] = -1;
     int32_t sparse = 0;
@@ -218,8 +228,8 @@ static int set_entries(struct eng *e, struct sparsed *x, const struct eng_sparse
                 return ts_fail(err, "SparseD: entries %d and %d name the same request or segment", j, i);
         const int32_t slot = r[i].build ? take_slot(x, r[i].req) : slot_of(x, r[i].req);
         if (slot < 0 && r[i].build)
-            return ts_fail(err, "SparseD: request %d's pattern: each of the %d slots the engine keeps holds another "
-                                "request's (a run of at most that many requests at once fits)", r[i].req,
+            return ts_fail(err, "SparseD: request %d's pattern: each of the %d slots the engine keeps room for holds "
+                                "another request's (a live run keeps --max-batch of them, at most 64)", r[i].req,
                            room(e).requests);
         if (!r[i].build && (slot < 0 || x->sp_N[slot] <= 0))
             return ts_fail(err, "SparseD: entry %d attends by request %d's pattern, which is not built", i, r[i].req);
@@ -299,9 +309,9 @@ static int sparsed_refuse_step(const struct eng *e, const void *st, const struct
     const struct sparsed *x = st;
     for (int32_t s = 0; s < sd->num_segs; s++) {
         bool named = false;
-        for (int32_t i = 0; i < x->sp_n && !named; i++)
+        for (int32_t i = 0; i < x->sp_n && !x->own && !named; i++)
             named = x->sp[i].seg == s;
-        const bool own = x->sp_n == 0 && e->tokens.prompt && !split && room(e).requests > 0;
+        const bool own = (x->sp_n == 0 || x->own) && e->tokens.prompt && !split && room(e).requests > 0;
         if (sd->segs[s].attn_keys > 0 && !named && !own)
             return ts_fail(err, "step refused: request %d's segment has a sparse attention pattern (attn_keys) that "
                                 "no SparseD entry names (an engine made without room for SparseD, a step whose rows "
@@ -319,7 +329,7 @@ static void sparsed_step_done(struct eng *e, void *st, const struct step_desc *s
     for (int32_t i = 0; i < x->sp_n; i++)
         if (x->sp[i].build)
             x->sp_N[x->sp_slot[i]] = e->plan.q_len[x->sp[i].seg];
-    x->sp_n = 0;
+    x->sp_n = 0, x->own = false;
 }
 
 static bool sparsed_pending(const void *st) { return ((const struct sparsed *)st)->sp_n > 0; }

@@ -143,7 +143,9 @@ static void generate_usage(FILE *f)
 "\nThe policies' parameters (a policy that this command drives, or focus):\n");
     const struct policy_ops *po;
     for (int i = 0; (po = policy_get(i)) != NULL; i++)
-        if (po->num_params > 0 && (!policy_drive_lacks(po) || strcmp(po->name, GEN_FOCUS) == 0))
+        if (strcmp(po->name, GEN_FOCUS) == 0) /* (its alpha alone: the engine picks its rows) */
+            params_help(f, params_find(po->params, po->num_params, GEN_FOCUS_ALPHA), 1, po->name);
+        else if (po->num_params > 0 && !policy_drive_lacks(po))
             params_help(f, po->params, po->num_params, po->name);
 }
 
@@ -217,41 +219,54 @@ static int take_rows(bool policy_given, struct gen_args *a)
     return 0;
 }
 
+enum { SIM_ROW = ENG_CHOICE_OPT + 1 };
+/* The command's own options (SIM_ROW: a row of tessera sim's table, parsed by it) */
+static const struct option own[] = {{"model", required_argument, 0, SIM_ROW},   {"weights", required_argument, 0, 'w'},
+                                    {"decoder", required_argument, 0, 'd'}, {"requests", required_argument, 0, SIM_ROW},
+                                    {"prompt-len", required_argument, 0, 'p'}, {"prompts", required_argument, 0, 'P'},
+                                    {"gen-len", required_argument, 0, SIM_ROW}, {"block", required_argument, 0, SIM_ROW},
+                                    {"mask-id", required_argument, 0, 'k'}, {"seed", required_argument, 0, SIM_ROW},
+                                    {"mem-limit", required_argument, 0, 'M'},
+                                    {"profile-out", required_argument, 0, 'o'}, {"name", required_argument, 0, 'N'},
+                                    {"ids-out", required_argument, 0, 'i'}, {"policy", required_argument, 0, SIM_ROW},
+                                    {"iter-smooth", optional_argument, 0, 'S'},
+                                    {"block-logits", no_argument, 0, SIM_ROW},
+                                    {"prophet", required_argument, 0, 'R'},
+                                    {"elastic-drift", required_argument, 0, 'E'},
+                                    {"d2-rollout", required_argument, 0, 'D'},
+                                    {"requests-out", required_argument, 0, 'q'},
+                                  ENG_CHOICE_OPTS,
+                                    {"help", no_argument, 0, 'h'}};
+
+static int parse_with(int argc, char **argv, const struct option *o, struct gen_args *a);
+
+/* Its own options, then every policy's parameters (each name once), as tessera sim takes them. */
 static int parse_args(int argc, char **argv, struct gen_args *a)
 {
-    enum { SIM_ROW = ENG_CHOICE_OPT + 1 };
-    static const struct option own[] = {{"model", required_argument, 0, SIM_ROW},   {"weights", required_argument, 0, 'w'},
-                                      {"decoder", required_argument, 0, 'd'}, {"requests", required_argument, 0, SIM_ROW},
-                                      {"prompt-len", required_argument, 0, 'p'}, {"prompts", required_argument, 0, 'P'},
-                                      {"gen-len", required_argument, 0, SIM_ROW}, {"block", required_argument, 0, SIM_ROW},
-                                      {"mask-id", required_argument, 0, 'k'}, {"seed", required_argument, 0, SIM_ROW},
-                                      {"mem-limit", required_argument, 0, 'M'},
-                                      {"profile-out", required_argument, 0, 'o'}, {"name", required_argument, 0, 'N'},
-                                      {"ids-out", required_argument, 0, 'i'}, {"policy", required_argument, 0, SIM_ROW},
-                                      {"iter-smooth", optional_argument, 0, 'S'},
-                                      {"block-logits", no_argument, 0, SIM_ROW},
-                                      {"prophet", required_argument, 0, 'R'},
-                                      {"elastic-drift", required_argument, 0, 'E'},
-                                      {"d2-rollout", required_argument, 0, 'D'},
-                                      {"requests-out", required_argument, 0, 'q'},
-                                      ENG_CHOICE_OPTS,
-                                      {"help", no_argument, 0, 'h'}};
-    /* its own options, then every policy's parameters (each name once), as tessera sim takes them */
-    struct option o[TS_ARRAY_LEN(own) + 64];
+    size_t most = TS_ARRAY_LEN(own) + 1;
+    const struct policy_ops *po;
+    for (int i = 0; (po = policy_get(i)) != NULL; i++)
+        most += (size_t)po->num_params;
+    struct option *o = xmalloc(sizeof *o * most);
     int no = 0;
     for (; no < (int)TS_ARRAY_LEN(own); no++)
         o[no] = own[no];
-    const struct policy_ops *po;
     for (int i = 0; (po = policy_get(i)) != NULL; i++)
         for (int k = 0; k < po->num_params; k++) {
             bool have = false;
             for (int j = 0; j < no && !have; j++)
                 have = strcmp(o[j].name, po->params[k].name) == 0;
-            TS_ASSERT(have || no < (int)TS_ARRAY_LEN(o) - 1);
             if (!have)
                 o[no++] = (struct option){po->params[k].name, required_argument, 0, 'W'};
         }
     o[no] = (struct option){0, 0, 0, 0};
+    const int rc = parse_with(argc, argv, o, a);
+    free(o);
+    return rc;
+}
+
+static int parse_with(int argc, char **argv, const struct option *o, struct gen_args *a)
+{
     *a = (struct gen_args){.prompt_len = 256, .mask_id = -1};
     sim_config_defaults(&a->cfg);
     bool policy_given = false;
@@ -583,12 +598,16 @@ int eng_generate_main(int argc, char **argv)
         const struct policy_ops *fo = policy_find(GEN_FOCUS);
         double v[PARAMS_MAX];
         for (int i = 0; i < a.params.n && !refused; i++)
-            if (!params_find(fo->params, fo->num_params, a.params.name[i]))
-                refused = ts_fail(&err, "policy focus has no parameter --%s", a.params.name[i]);
+            if (strcmp(a.params.name[i], GEN_FOCUS_ALPHA) != 0)
+                refused = ts_fail(&err, "policy focus: --%s is %s (the engine's FOCUS takes --%s alone: its rows are "
+                                        "picked on the GPU)", a.params.name[i],
+                                  params_find(fo->params, fo->num_params, a.params.name[i]) ? "the simulator's alone"
+                                                                                            : "not its parameter",
+                                  GEN_FOCUS_ALPHA);
         if (!refused && a.block_logits)
             refused = ts_fail(&err, "--block-logits with policy focus: FOCUS's logits are the rows it keeps");
         if (!refused && !(refused = params_resolve(fo->params, fo->num_params, &a.params, v, &err)))
-            gc.focus_alpha = params_value(fo->params, fo->num_params, v, "focus-alpha", 0);
+            gc.focus_alpha = params_value(fo->params, fo->num_params, v, GEN_FOCUS_ALPHA, 0);
     } else {
         int32_t *plen = xmalloc(sizeof *plen * (size_t)n);
         for (int32_t i = 0; i < n; i++)

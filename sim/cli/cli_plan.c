@@ -442,7 +442,8 @@ static void print_capacity(const struct sim_config *c, const struct plan_fleet *
     const struct plan_run *any = r->nruns ? &r->runs[0] : NULL;
     searched_text(c, fleet, what, sizeof what);
     printf("tessera plan capacity: %s\n", what);
-    printf("  known         %s\n", sim_known(c, known, sizeof known));
+    printf("  known         %s%s\n", sim_known(fleet ? &fleet->cfg[0] : c, known, sizeof known),
+           fleet && fleet->n > 1 ? " (its first replica's)" : "");
     struct sim_config at = *c;
     at.rps = r->point.rps > 0 ? r->point.rps : a->search.min_rps;
     if (any)
@@ -500,11 +501,12 @@ static void capacity_json(const struct sim_config *c, const struct plan_fleet *f
     char slo[512], known[512], what[4 * CFG_PATH];
     searched_text(c, fleet, what, sizeof what);
     json_object_set_new(o, "searched", json_string(what));
-    json_object_set_new(o, "model", json_string(c->model));
-    json_object_set_new(o, "gpu", json_string(c->gpu));
-    json_object_set_new(o, "system", json_string(c->system));
+    const struct sim_config *first = fleet ? &fleet->cfg[0] : c; /* (a fleet file's: its first replica's) */
+    json_object_set_new(o, "model", json_string(first->model));
+    json_object_set_new(o, "gpu", json_string(first->gpu));
+    json_object_set_new(o, "system", json_string(first->system));
     json_object_set_new(o, "replicas", json_integer(fleet ? fleet->n : c->replicas));
-    json_object_set_new(o, "known", json_string(sim_known(c, known, sizeof known)));
+    json_object_set_new(o, "known", json_string(sim_known(first, known, sizeof known)));
     json_object_set_new(o, "slo", json_string(plan_slo_text(&a->slo, slo, sizeof slo)));
     json_object_set_new(o, "capacity_rps", json_real(r->point.rps));
     json_object_set_new(o, "failed_rps", json_real(r->point.failed_rps));
@@ -575,7 +577,10 @@ int cli_plan_capacity(int argc, char **argv)
     }
     struct ts_err err;
     struct sim_setup setup;
-    if (cli_plan_refuses(&c, &err) || (!c.fleet[0] && sim_config_validate(&c, &setup, &err))) {
+    if ((c.replicas < 2 && !c.fleet[0] && (c.disagg[0] || c.autoscale[0] || c.load_control[0]) &&
+         ts_fail(&err, "%s: a fleet's option (--replicas N or --fleet FILE)",
+                 c.disagg[0] ? "--disagg" : c.autoscale[0] ? "--autoscale" : "--load-control")) ||
+        cli_plan_refuses(&c, &err) || (!c.fleet[0] && sim_config_validate(&c, &setup, &err))) {
         fprintf(stderr, "tessera plan: %s\n", err.msg);
         cli_plan_args_free(&a);
         return EXIT_USAGE;
