@@ -25,6 +25,18 @@
 #include "eng_ext_decl.h"
 #include "policy.h"
 
+/* The parameters of the policies this command drives, and FOCUS's alpha (the engine picks its rows). */
+static void policies_help(FILE *f)
+{
+    fprintf(f, "\nThe policies' parameters (a policy that this command drives, or focus):\n");
+    const struct policy_ops *po;
+    for (int i = 0; (po = policy_get(i)) != NULL; i++)
+        if (strcmp(po->name, GEN_FOCUS) == 0)
+            params_help(f, params_find(po->params, po->num_params, GEN_FOCUS_ALPHA), 1, po->name);
+        else if (po->num_params > 0 && !policy_drive_lacks(po))
+            params_help(f, po->params, po->num_params, po->name);
+}
+
 static void generate_usage(FILE *f)
 {
     fprintf(f,
@@ -139,14 +151,8 @@ static void generate_usage(FILE *f)
 "unmasking, the generated tokens a second, and with --prophet the requests it finished early and\n"
 "the decoded share they were at (the simulator's --early-commit F), and with --elastic-drift the steps\n"
 "whose drift test fires, the layers it would refresh from and the tokens it tracks, and with\n"
-"--d2-rollout the rollout's nucleus as a share of the positions it is chosen among.\n"
-"\nThe policies' parameters (a policy that this command drives, or focus):\n");
-    const struct policy_ops *po;
-    for (int i = 0; (po = policy_get(i)) != NULL; i++)
-        if (strcmp(po->name, GEN_FOCUS) == 0) /* (its alpha alone: the engine picks its rows) */
-            params_help(f, params_find(po->params, po->num_params, GEN_FOCUS_ALPHA), 1, po->name);
-        else if (po->num_params > 0 && !policy_drive_lacks(po))
-            params_help(f, po->params, po->num_params, po->name);
+"--d2-rollout the rollout's nucleus as a share of the positions it is chosen among.\n");
+    policies_help(f);
 }
 
 struct gen_args {
