@@ -174,3 +174,8 @@ const struct gen_ext *eng_ext_gen(int i, enum eng_ext_id *id)
         }
     return NULL;
 }
+
+struct eng_ext_room gen_ext_every_position(const struct gen *g)
+{
+    return (struct eng_ext_room){g->c.requests, gen_longest(g)};
+}

@@ -203,11 +203,6 @@ static bool drift_gen_on(const struct gen *g, const struct unmask_rule *u)
     return g->c.elastic.on;
 }
 
-static struct eng_ext_room drift_gen_room(const struct gen *g)
-{
-    return (struct eng_ext_room){g->c.requests, gen_longest(g)};
-}
-
 static void drift_gen_start(void *st, const struct gen *g)
 {
     struct drift_gen *x = st;
@@ -272,9 +267,9 @@ static void drift_gen_outcome(const struct gen *g, int32_t i, FILE *f)
 }
 
 static const struct gen_ext drift_gen = {
-    .on = drift_gen_on, .room = drift_gen_room, .state_bytes = sizeof(struct drift_gen), .start = drift_gen_start,
-    .stop = drift_gen_stop, .before = drift_gen_before, .after = drift_gen_after, .report = drift_gen_report,
-    .outcome = drift_gen_outcome,
+    .on = drift_gen_on, .room = gen_ext_every_position, .state_bytes = sizeof(struct drift_gen),
+    .start = drift_gen_start, .stop = drift_gen_stop, .before = drift_gen_before, .after = drift_gen_after,
+    .report = drift_gen_report, .outcome = drift_gen_outcome,
 };
 
 const struct eng_ext ext_drift = {

@@ -161,11 +161,6 @@ static bool rollout_gen_on(const struct gen *g, const struct unmask_rule *u)
     return g->c.rollout.on;
 }
 
-static struct eng_ext_room rollout_gen_room(const struct gen *g)
-{
-    return (struct eng_ext_room){g->c.requests, gen_longest(g)};
-}
-
 static void rollout_gen_start(void *st, const struct gen *g)
 {
     struct rollout_gen *x = st;
@@ -221,7 +216,7 @@ static void rollout_gen_outcome(const struct gen *g, int32_t i, FILE *f)
 }
 
 static const struct gen_ext rollout_gen = {
-    .on = rollout_gen_on, .room = rollout_gen_room, .state_bytes = sizeof(struct rollout_gen),
+    .on = rollout_gen_on, .room = gen_ext_every_position, .state_bytes = sizeof(struct rollout_gen),
     .start = rollout_gen_start, .stop = rollout_gen_stop, .before = rollout_gen_before, .after = rollout_gen_after,
     .applied = rollout_gen_applied, .report = rollout_gen_report, .outcome = rollout_gen_outcome,
 };

@@ -348,11 +348,6 @@ static bool sparsed_gen_on(const struct gen *g, const struct unmask_rule *u)
     return g->c.policy && eng_ext_named(g->c.policy->engine, eng_ext_decl_get(EXT_SPARSED)->name);
 }
 
-static struct eng_ext_room sparsed_gen_room(const struct gen *g)
-{
-    return (struct eng_ext_room){g->c.requests, gen_longest(g)};
-}
-
 /* After the step: each pattern it built read back, pass 1's top blocks counted and those of them in the
  * prompt (the simulator's --sparsed-prompt-share: the share of them there). The step's entries are its
  * own (eng_tokens.prompt: gen_tokens). */
@@ -394,7 +389,7 @@ static void sparsed_gen_report(const void *st, const struct gen *g)
 }
 
 static const struct gen_ext sparsed_gen = {
-    .on = sparsed_gen_on, .room = sparsed_gen_room, .state_bytes = sizeof(struct sparsed_gen),
+    .on = sparsed_gen_on, .room = gen_ext_every_position, .state_bytes = sizeof(struct sparsed_gen),
     .after = sparsed_gen_after, .report = sparsed_gen_report,
 };
 

@@ -43,6 +43,10 @@ struct gen_ext {
     void (*outcome)(const struct gen *g, int32_t i, FILE *f);         /* request i's fields ("k": v, ) */
 };
 
+/* The room of an extension that measures every position of each request: a request's whole sequence
+ * (gen_longest) for each of the generation's requests. */
+struct eng_ext_room gen_ext_every_position(const struct gen *g);
+
 /* The engine's extensions with generation hooks, in the table's order (eng_ext.c): the i-th's hooks
  * and its id (into *id), NULL past the last. */
 const struct gen_ext *eng_ext_gen(int i, enum eng_ext_id *id);
