@@ -117,6 +117,10 @@ printf -- '--gpu h100 h200\n' >"$tmp/space-cards.txt"
 expect 2 "plan size, a fleet file" -- "$bin" plan size --rps 1 --slo p99=10s --space "$tmp/space-cards.txt" \
     --fleet "$tmp/plan-fleet.txt" --out "$tmp/plan-fleet-out"
 contains "plan size, a fleet file" "a plan sizes a fleet of --replicas N"
+# a fleet file's errors are said by the command that read it
+printf '1 --gpu h100\n0 --gpu h200\n' >"$tmp/plan-fleet-bad.txt"
+expect 2 "plan capacity, a fleet file's bad count" -- "$bin" plan capacity --slo p99=10s --fleet "$tmp/plan-fleet-bad.txt"
+contains "plan capacity, a fleet file's bad count" "tessera plan: $tmp/plan-fleet-bad.txt:2: count: '0'"
 
 printf '# two cards, two caps\n--gpu h200 h100\n--max-running-requests 1 8\n' >"$tmp/space.txt"
 size=(--rps 6 --slo p90=2s --space "$tmp/space.txt" --confidence 0 --rounds-host h200 "${quick[@]}")

@@ -118,10 +118,11 @@ const char *cli_cost_text(const struct sim_config *c, char *buf, size_t len);
 int cli_fleet(const struct sim_config *base, int argc, char **argv);
 /* A fleet as cli_fleet makes it from base (its --replicas, or its --fleet FILE's groups, each line's
  * options over argv's) with its options (router, autoscaler, disaggregation, load control), checked:
- * 0, or EXIT_USAGE said on stderr. *cfg is the caller's to free. */
+ * 0, or EXIT_USAGE said on stderr, each message headed by cmd ("tessera sim"). *cfg is the caller's
+ * to free. */
 struct fleet_opts;
 int cli_fleet_build(const struct sim_config *base, int argc, char **argv, struct sim_config **cfg, int *n,
-                    struct fleet_opts *o);
+                    struct fleet_opts *o, const char *cmd);
 /* "8 x llada-8b on h100 (dllm-serve), 16 x ..." of the fleet's consecutive equal replicas. */
 void cli_fleet_describe(const struct sim_config *cfg, int n, char *buf, size_t len);
 

@@ -46,7 +46,7 @@ static int group_builds(const struct sim_config *c, const char *where)
     struct ts_err err;
     struct sim *s = sim_create_fed(c, &err);
     if (!s) {
-        fprintf(stderr, "tessera sim: %s: %s\n", where, err.msg);
+        fprintf(stderr, "%s: %s\n", where, err.msg);
         return -1;
     }
     sim_destroy(s);
@@ -59,7 +59,7 @@ static int room(int n, const char *where)
     struct ts_err err;
     if (fleet_room(n, &err) == 0)
         return 0;
-    fprintf(stderr, "tessera sim: %s: %s\n", where, err.msg);
+    fprintf(stderr, "%s: %s\n", where, err.msg);
     return -1;
 }
 
@@ -68,7 +68,7 @@ static int room(int n, const char *where)
 static int add_group(struct sim_config **cfg, int *n, const struct sim_config *c, long count, const char *where)
 {
     if (*n + count > FLEET_MAX) {
-        fprintf(stderr, "tessera sim: %s: more than %d replicas in all\n", where, FLEET_MAX);
+        fprintf(stderr, "%s: more than %d replicas in all\n", where, FLEET_MAX);
         return -1;
     }
     if (room(*n + (int)count, where))
@@ -80,15 +80,16 @@ static int add_group(struct sim_config **cfg, int *n, const struct sim_config *c
 }
 
 /* One line of the fleet file (its comment cut): a group of replicas, or nothing. */
-static int fleet_line(const char *path, int line, char *text, int argc, char **argv, struct sim_config **cfg, int *n)
+static int fleet_line(const char *cmd, const char *path, int line, char *text, int argc, char **argv,
+                      struct sim_config **cfg, int *n)
 {
-    char where[CFG_PATH + 32];
-    snprintf(where, sizeof where, "%s:%d", path, line);
+    char where[CFG_PATH + 64];
+    snprintf(where, sizeof where, "%s: %s:%d", cmd, path, line);
     char *words[GROUP_ARGS], *save = NULL;
     int nw = 0;
     for (char *w = strtok_r(text, " \t\r\n", &save); w; w = strtok_r(NULL, " \t\r\n", &save)) {
         if (nw == GROUP_ARGS) {
-            fprintf(stderr, "tessera sim: %s: more than %d words in a replica group\n", where, GROUP_ARGS);
+            fprintf(stderr, "%s: more than %d words in a replica group\n", where, GROUP_ARGS);
             return -1;
         }
         words[nw++] = w;
@@ -98,7 +99,7 @@ static int fleet_line(const char *path, int line, char *text, int argc, char **a
     char *end = NULL;
     const long count = strtol(words[0], &end, 10);
     if (*end || count < 1 || count > FLEET_MAX) {
-        fprintf(stderr, "tessera sim: %s: count: '%s' is not a number of replicas in 1..%d (a group is COUNT "
+        fprintf(stderr, "%s: count: '%s' is not a number of replicas in 1..%d (a group is COUNT "
                         "then options)\n", where, words[0], FLEET_MAX);
         return -1;
     }
@@ -107,7 +108,7 @@ static int fleet_line(const char *path, int line, char *text, int argc, char **a
     struct cli_args e;
     words[0] = "tessera";
     if (cli_runfile_expand(nw, words, &e, cli_sim_parse, cli_sim_option, &err)) {
-        fprintf(stderr, "tessera sim: %s: %s\n", where, err.msg);
+        fprintf(stderr, "%s: %s\n", where, err.msg);
         return -1;
     }
     const int ng = e.argv ? e.argc : nw;
@@ -118,7 +119,7 @@ static int fleet_line(const char *path, int line, char *text, int argc, char **a
             if (strcmp(name, fleet_opts[j] + 2) == 0) {
                 const int len = (int)strcspn(group[k], "=");
                 const bool whole = len == (int)strlen(fleet_opts[j]);
-                fprintf(stderr, "tessera sim: %s: %.*s%s%s%s: the fleet's option (or its workload's), not a replica "
+                fprintf(stderr, "%s: %.*s%s%s%s: the fleet's option (or its workload's), not a replica "
                         "group's%s\n", where, len, group[k], whole ? "" : " (", whole ? "" : fleet_opts[j],
                         whole ? "" : ")", k <= e.owned ? " (its run file's)" : "");
                 cli_args_free(&e);
@@ -135,7 +136,7 @@ static int fleet_line(const char *path, int line, char *text, int argc, char **a
     const int rc = cli_sim_parse(argc + nw - 1, args, &c);
     free(args);
     if (rc) {
-        fprintf(stderr, "tessera sim: %s: the replica group's options (said above)\n", where);
+        fprintf(stderr, "%s: the replica group's options (said above)\n", where);
         return -1;
     }
     as_replica(&c);
@@ -144,6 +145,7 @@ static int fleet_line(const char *path, int line, char *text, int argc, char **a
 
 /* What the lines of a fleet file add to: the command line, and the replicas so far. */
 struct fleet_file {
+    const char *cmd;
     int argc;
     char **argv;
     struct sim_config **cfg;
@@ -154,7 +156,7 @@ struct fleet_file {
 static int group_of_line(void *ctx, const char *path, int line, char *text, struct ts_err *err)
 {
     struct fleet_file *ff = ctx;
-    if (fleet_line(path, line, text, ff->argc, ff->argv, ff->cfg, ff->n) == 0)
+    if (fleet_line(ff->cmd, path, line, text, ff->argc, ff->argv, ff->cfg, ff->n) == 0)
         return 0;
     err->msg[0] = '\0';
     return -1;
@@ -162,21 +164,21 @@ static int group_of_line(void *ctx, const char *path, int line, char *text, stru
 
 /* The fleet file's groups, a line each (cli_text_lines: a byte-order mark skipped and said; a NUL
  * byte, a line too long, or a group refused stops it, naming the line). */
-static int read_fleet(const char *path, int argc, char **argv, struct sim_config **cfg, int *n)
+static int read_fleet(const char *cmd, const char *path, int argc, char **argv, struct sim_config **cfg, int *n)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fprintf(stderr, "tessera sim: --fleet %s: cannot open\n", path);
+        fprintf(stderr, "%s: --fleet %s: cannot open\n", cmd, path);
         return -1;
     }
-    struct fleet_file ff = {argc, argv, cfg, n};
+    struct fleet_file ff = {cmd, argc, argv, cfg, n};
     struct ts_err err;
     int rc = cli_text_lines(f, path, group_of_line, &ff, &err);
     fclose(f);
     if (rc && err.msg[0])
-        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        fprintf(stderr, "%s: %s\n", cmd, err.msg);
     if (rc == 0 && *n == 0) {
-        fprintf(stderr, "tessera sim: %s: no replica group (a line: COUNT then tessera sim options)\n", path);
+        fprintf(stderr, "%s: %s: no replica group (a line: COUNT then tessera sim options)\n", cmd, path);
         rc = -1;
     }
     return rc;
@@ -371,7 +373,7 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
 
 /* Whether replicas cfg[1..n) differ from cfg[0] in what a request moved between the pools of a
  * disaggregated fleet needs the same (sim_hand_mismatch), said on stderr: refused before the run. */
-static bool pools_mismatch(const struct sim_config *cfg, int n)
+static bool pools_mismatch(const char *cmd, const struct sim_config *cfg, int n)
 {
     for (int i = 1; i < n; i++) {
         if (memcmp(&cfg[i], &cfg[i - 1], sizeof cfg[i]) == 0)
@@ -381,8 +383,8 @@ static bool pools_mismatch(const struct sim_config *cfg, int n)
         const char *what = b ? sim_hand_mismatch(a, b) : NULL;
         sim_destroy(a), sim_destroy(b);
         if (what) {
-            fprintf(stderr, "tessera sim: --disagg: replica %d's %s differs from replica 0's, so a request moved "
-                            "between them could not go on (the pools may differ in card, TP and scheduler)\n", i, what);
+            fprintf(stderr, "%s: --disagg: replica %d's %s differs from replica 0's, so a request moved "
+                            "between them could not go on (the pools may differ in card, TP and scheduler)\n", cmd, i, what);
             return true;
         }
     }
@@ -455,11 +457,11 @@ static int report(const struct sim_config *base, const struct sim_config *cfg, i
 }
 
 int cli_fleet_build(const struct sim_config *base, int argc, char **argv, struct sim_config **out, int *count,
-                    struct fleet_opts *out_o)
+                    struct fleet_opts *out_o, const char *cmd)
 {
     if (base->replicas > 1 && base->fleet[0]) {
-        fprintf(stderr, "tessera sim: --replicas and --fleet: one or the other (a fleet file's groups give their "
-                        "counts)\n");
+        fprintf(stderr, "%s: --replicas and --fleet: one or the other (a fleet file's groups give their "
+                        "counts)\n", cmd);
         return EXIT_USAGE;
     }
     /* the fleet's own options first: their errors are the fleet's, not a replica group's */
@@ -469,28 +471,28 @@ int cli_fleet_build(const struct sim_config *base, int argc, char **argv, struct
     struct ts_err err;
     if (fleet_router_parse(base->router, &o.router, &o.affinity, &err) || fleet_scale_parse(base->autoscale, &o.scale, &err) ||
         fleet_disagg_parse(base->disagg, &o.disagg, &err) || fleet_tau_parse(base->load_control, &o.tau, &err)) {
-        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        fprintf(stderr, "%s: %s\n", cmd, err.msg);
         return EXIT_USAGE;
     }
     struct sim_config *cfg = NULL;
     int n = 0;
     if (base->fleet[0]) {
-        if (read_fleet(base->fleet, argc, argv, &cfg, &n)) {
+        if (read_fleet(cmd, base->fleet, argc, argv, &cfg, &n)) {
             free(cfg);
             return EXIT_USAGE;
         }
     } else {
         struct sim_config c = *base;
         as_replica(&c);
-        char where[48];
-        snprintf(where, sizeof where, "--replicas %d", base->replicas);
+        char where[64];
+        snprintf(where, sizeof where, "%s: --replicas %d", cmd, base->replicas);
         if (room(base->replicas, where) || group_builds(&c, where) || add_group(&cfg, &n, &c, base->replicas, where)) {
             free(cfg);
             return EXIT_USAGE;
         }
     }
     if (o.scale.on && o.scale.min > n) {
-        fprintf(stderr, "tessera sim: --autoscale: min=%d of %d replicas\n", o.scale.min, n);
+        fprintf(stderr, "%s: --autoscale: min=%d of %d replicas\n", cmd, o.scale.min, n);
         free(cfg);
         return EXIT_USAGE;
     }
@@ -500,7 +502,7 @@ int cli_fleet_build(const struct sim_config *base, int argc, char **argv, struct
         (o.disagg.mode != DISAGG_OFF && (refresh < 1 || refresh >= n) &&
          ts_fail(&err, "--disagg '%s': a Refresh pool of %d of the %d replicas leaves %s (refresh=N, 1 to %d)",
                  base->disagg, refresh, n, refresh < 1 ? "it empty" : "no Reuse pool", n - 1))) {
-        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        fprintf(stderr, "%s: %s\n", cmd, err.msg);
         free(cfg);
         return EXIT_USAGE;
     }
@@ -509,12 +511,12 @@ int cli_fleet_build(const struct sim_config *base, int argc, char **argv, struct
         const int bad = decode_parse(cfg[i].decode, cfg[i].datadir, dm, &err) || decode_scale_extra(dm, dm->tpf, 1, &err);
         free(dm);
         if (bad) {
-            fprintf(stderr, "tessera sim: --load-control: replica %d: %s\n", i, err.msg);
+            fprintf(stderr, "%s: --load-control: replica %d: %s\n", cmd, i, err.msg);
             free(cfg);
             return EXIT_USAGE;
         }
     }
-    if (o.disagg.mode != DISAGG_OFF && pools_mismatch(cfg, n)) {
+    if (o.disagg.mode != DISAGG_OFF && pools_mismatch(cmd, cfg, n)) {
         free(cfg);
         return EXIT_USAGE;
     }
@@ -527,7 +529,7 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
     struct sim_config *cfg = NULL;
     int n = 0;
     struct fleet_opts o;
-    if (cli_fleet_build(base, argc, argv, &cfg, &n, &o))
+    if (cli_fleet_build(base, argc, argv, &cfg, &n, &o, "tessera sim"))
         return EXIT_USAGE;
     struct ts_err err;
     if (base->db[0] && db_check(base->db, (enum db_mode)base->db_mode, &err)) { /* --db: before any work */

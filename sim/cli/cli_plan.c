@@ -588,7 +588,7 @@ int cli_plan_capacity(int argc, char **argv)
     /* a fleet file's or an autoscaler's fleet, as tessera sim makes it (a --replicas fleet: plan_judge's) */
     struct plan_fleet fleet = {0};
     const bool made = c.fleet[0] || c.autoscale[0];
-    if (made && cli_fleet_build(&c, a.nrest, a.rest, &fleet.cfg, &fleet.n, &fleet.o)) {
+    if (made && cli_fleet_build(&c, a.nrest, a.rest, &fleet.cfg, &fleet.n, &fleet.o, "tessera plan")) {
         cli_plan_args_free(&a);
         return EXIT_USAGE;
     }
