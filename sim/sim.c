@@ -140,8 +140,9 @@ void sim_kv_release(struct sim *s, struct request *r)
 static struct og_shape act_shape(const struct sim *s, int64_t T, int64_t R, int32_t logit_chunk_rows,
                                  int32_t ffn_chunks)
 {
-    return (struct og_shape){T, R, logit_chunk_rows, ffn_chunks, s->impl.softmax_copy_bytes, s->impl.fused_ffn,
-                             s->cfg.tp, s->act_layout};
+    /* (vLLM's tiled sampler holds the fp32 logits; its copies take a group's room from what is free) */
+    const int32_t copy = s->impl.sampler == SAMPLER_TILED ? SAMPLER_FP32_BYTES : s->impl.softmax_copy_bytes;
+    return (struct og_shape){T, R, logit_chunk_rows, ffn_chunks, copy, s->impl.fused_ffn, s->cfg.tp, s->act_layout};
 }
 
 /* the planner's chunk search on a shape (the cache's planner refuses nothing the run validated) */
@@ -369,6 +370,7 @@ static void start_step(struct sim *s)
     if (in_use > s->sum.peak_mem_bytes)
         s->sum.peak_mem_bytes = in_use;
     s->sum.peak_kv_bytes = TS_MAX(s->sum.peak_kv_bytes, kv_bytes);
+    s->peak_logit_rows = TS_MAX(s->peak_logit_rows, s->sd.tot.logit_rows);
     record_step(s, dur, act, kv_bytes);
     /* (a captured graph's padding rows are no request's) */
     const int32_t rows_of_requests = s->sd.num_segs - (int32_t)s->sd.tot.graph_rows;
@@ -661,4 +663,5 @@ void sim_get_summary(const struct sim *s, struct sim_summary *out)
         out->mean_q_per_step = s->sum.mean_q_per_step / (double)out->num_steps;
         out->mean_segs_per_step = (double)out->request_steps / (double)out->num_steps;
     }
+    sim_sampler_judge(s, out);
 }

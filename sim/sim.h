@@ -91,6 +91,12 @@ struct sim_summary {
     int64_t outstanding[2];
     double offered_rps;
     bool overloaded;
+    /* vLLM's DiffusionGemma sampler (an implementation that runs it, impl_profile.sampler; --tp 1): the
+     * canvases (--block rows of logits) of the run's largest step, the most a step holds within vLLM's
+     * memory (sim_sampler.c; -1: not judged), and whether the largest step exceeds it, where vLLM runs out
+     * of memory */
+    int32_t sampler_canvases, sampler_holds;
+    bool sampler_oom;
 };
 #define SIM_OVERLOAD_MIN 30
 /* The overload rule, one for a single run, a fleet and each of its replicas: the requests outstanding

@@ -1,6 +1,6 @@
 /*
  * sim_internal.h: the simulator's state as schedulers see it. Only the event loop's files (sim.c,
- * sim_create.c, sim_requests.c), the pricing chain (pricing.c), the schedulers and the tests include it (check_layers); the database
+ * sim_create.c, sim_requests.c, sim_sampler.c), the pricing chain (pricing.c), the schedulers and the tests include it (check_layers); the database
  * writer reads a run through sim_record.h.
  */
 #ifndef TESSERA_SIM_INTERNAL_H
@@ -156,6 +156,7 @@ struct sim {
 
     /* the step being built / executed */
     struct step_desc sd;
+    int64_t peak_logit_rows;   /* the most logit rows a step has had (sim_sampler_judge) */
     struct step_desc draft_sd; /* a speculative policy's drafter forward of the step (price_drafter) */
     int64_t now_ns;
     int64_t step_extra_ns; /* swap traffic charged to the current step */
@@ -249,5 +250,8 @@ void sim_requests_free(struct sim *s);
 void sim_remove_running(struct sim *s, int32_t id);
 /* Whether a watched run (sim_set_watch) is now certain to miss one of its bounds: it is then stopped. */
 bool sim_watch_stops(struct sim *s);
+/* The run's largest step held against vLLM's DiffusionGemma sampler memory, into out's sampler_*
+ * (sim_sampler.c); out's concurrency_cap set first. */
+void sim_sampler_judge(const struct sim *s, struct sim_summary *out);
 
 #endif

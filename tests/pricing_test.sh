@@ -107,4 +107,34 @@ s, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert s["slack_bytes"] == p["peak_bytes"], (s["slack_bytes"], p["peak_bytes"])
 PY
 
+# a run of vLLM's DiffusionGemma runner held against that memory: at 16 canvases a step (--max-batch 16, every
+# request at once) the whole sampler runs out where mem sampler's step of 16 does, holding as many as it
+# says; tiled it fits, a request reserving its fp32 logits alone: 10 bytes a logit of its canvas fewer
+for im in vllm-dgemma vllm-dgemma-tiled; do
+    expect 0 "sim, $im against vLLM's memory" -- "$bin" sim --system diffusion-gemma --impl "$im" --gpu h200 \
+        --max-batch 16 --requests 16 --rps 1000 --lengths fixed:256,256 --json --quiet --no-progress
+    cp "$tmp/out" "$tmp/dg-$im.json"
+done
+"$bin" mem sampler --max-num-seqs 16 --code whole --json >"$tmp/sampler-16w.json" 2>&1
+"$bin" mem sampler --max-num-seqs 16 --json >"$tmp/sampler-16t.json" 2>&1
+python3 - "$tmp/dg-vllm-dgemma.json" "$tmp/dg-vllm-dgemma-tiled.json" "$tmp/sampler-16w.json" "$tmp/sampler-16t.json" <<'PY' \
+    && ok || bad "sim: vLLM's sampler judged unlike mem sampler's step of 16 canvases, or the tiled reservation not the logits'"
+import json, sys
+w, t, mw, mt = (json.load(open(p)) for p in sys.argv[1:])
+assert w["sampler_canvases"] == t["sampler_canvases"] == 16, (w, t)
+assert w["sampler_oom"] and w["sampler_holds"] == mw["holds"] < 16, (w["sampler_holds"], mw["holds"])
+assert not t["sampler_oom"] and t["sampler_holds"] >= 16 and mt["holds"] == 16, (t["sampler_holds"], mt["holds"])
+assert abs(w["peak_mem_bytes"] - t["peak_mem_bytes"] - 10 * 16 * 256 * 262144) <= 0.01 * 10 * 16 * 256 * 262144, \
+    (w["peak_mem_bytes"], t["peak_mem_bytes"])
+PY
+expect 0 "sim, a runtime without vLLM's sampler" -- "$bin" sim --system sglang-dgemma --requests 4 --json --quiet --no-progress
+python3 -c 'import json, sys; assert "sampler_holds" not in json.load(open(sys.argv[1]))' "$tmp/out" && ok || bad "sim: a runtime without vLLM's sampler judged against it"
+expect 0 "sim, vLLM's sampler in the summary" -- "$bin" sim --system diffusion-gemma --gpu h200 --max-batch 16 \
+    --requests 16 --rps 1000 --lengths fixed:256,256 --quiet --no-progress
+contains "sim, vLLM's sampler in the summary" "its largest step's 16 canvases run vLLM out of memory: a step holds"
+# plan capacity fails a rate whose largest step runs vLLM's sampler out of memory, and says so
+expect 0 "plan capacity, vLLM's sampler" -- "$bin" plan capacity --system diffusion-gemma --gpu h200 --requests 60 \
+    --slo p99=30s --lengths fixed:256,256
+contains "plan capacity, vLLM's sampler" "vLLM's sampler out of memory (a step of"
+
 finish

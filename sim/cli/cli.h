@@ -101,6 +101,8 @@ void cli_print_prompt_cache(const struct sim_summary *m);
 /* The summary's overloaded line (sim_overload_rule), where it is: what the run is ("configuration",
  * "fleet") named in it. */
 void cli_print_overload(const struct sim_summary *m, const char *what);
+/* The run's largest step against vLLM's DiffusionGemma sampler memory, where it was judged (sim.h). */
+void cli_print_sampler(const struct sim_summary *m);
 /* The summary's latency line: over the finished requests, said so where some were rejected. */
 void cli_print_latency(const struct sim_summary *m);
 /* The run's load in words (its requests, and their rate or trace, arrivals and lengths): into buf. */

@@ -234,6 +234,7 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
            m->content_tok_s, m->req_s);
     cli_print_latency(m);
     cli_print_overload(m, "fleet");
+    cli_print_sampler(m);
     printf("  first block   mean %.3f s after arrival; queueing mean %.3f s\n", m->ttfb_mean_s, m->queue_mean_s);
     printf("  energy        %.0f J: %.3f J a generated token, %.1f J a request; mean %.0f W (idle replicas "
            "included)\n", m->energy_j, m->energy_per_token_j, m->energy_per_request_j, m->mean_power_w);

@@ -114,7 +114,8 @@ static int parse(int argc, char **argv, struct mem_args *a)
                            .logit_rows = -1, .mask_ratio = -1, .budget_gib = 0, .reserve_gib = 1.0,
                            .margin_mib = -1,
                            .ffn_chunks = 1, .layers = 1, .seed = 1, .canvas = 256, .max_num_seqs = 8,
-                           .copies = SAMPLER_COPIES, .max_batched = 8192, .util = 0.9, .outside_gib = 1.0,
+                           .copies = SAMPLER_COPIES, .max_batched = SAMPLER_BATCHED, .util = SAMPLER_UTIL,
+                           .outside_gib = SAMPLER_OUTSIDE_GIB,
                            .weights_gib = -1};
     optind = 1;
     opterr = 0;
@@ -459,17 +460,13 @@ static int cmd_sampler(const struct mem_args *a)
     }
     const int64_t device = a->mem_limit_gb > 0 ? (int64_t)(a->mem_limit_gb * 1e9) : g.mem_bytes;
     const int64_t weights = a->weights_gib >= 0 ? (int64_t)(a->weights_gib * TS_GIB) : model_weight_bytes(&m);
-    /* the profile run: a forward of max-num-batched-tokens with a logit row a sequence, as PyTorch's
-     * allocator holds it */
-    const struct og_shape prof = {a->max_batched, TS_MIN((int64_t)a->max_num_seqs, a->max_batched), 0, 1, 0,
-                                  false, 1, 0};
-    int64_t slack = 0;
-    if (act_planned_bytes(&m, planner_find("caching"), &prof, &slack, &err)) {
+    struct sampler_setup su;
+    if (sampler_setup_make(&m, device, a->util, a->outside_gib, a->max_batched, a->max_num_seqs, a->canvas, a->copies,
+                           !a->whole, &su, &err)) {
         fprintf(stderr, "tessera mem sampler: %s\n", err.msg);
         return EXIT_USAGE;
     }
-    const struct sampler_setup su = {device, a->util, (int64_t)(a->outside_gib * TS_GIB), slack, a->canvas, m.vocab,
-                                     a->copies, !a->whole};
+    const int64_t slack = su.slack_bytes;
     const int64_t pool = (int64_t)(a->util * (double)device) - weights - slack;
     if (pool <= 0) {
         fprintf(stderr, "tessera mem sampler: --gpu-memory-utilization %g of %.1f GiB holds no KV pool after %.2f GiB "

@@ -210,6 +210,7 @@ struct robust {
     double *value; /* [runs][PLAN_TERMS] */
     int runs, done;
     int overloaded; /* the replicates that were */
+    int oom;        /* the replicates whose largest step ran vLLM's sampler out of memory */
 };
 
 static void robust_each(void *ctx, struct sim *s, bool ran)
@@ -227,7 +228,7 @@ static void robust_each(void *ctx, struct sim *s, bool ran)
         missed[k] = sim_watch_missed(s, k);
     struct sim_summary m;
     sim_get_summary(s, &m);
-    r->overloaded += m.overloaded;
+    r->overloaded += m.overloaded, r->oom += m.sampler_oom;
     if (r->done < r->runs)
         plan_terms(r->slo, &m, missed, &r->value[(size_t)r->done++ * PLAN_TERMS]);
 }
@@ -236,7 +237,7 @@ static void robust_each(void *ctx, struct sim *s, bool ran)
 static void robust_each_fleet(void *ctx, const struct sim_summary *m)
 {
     struct robust *r = ctx;
-    r->overloaded += m->overloaded;
+    r->overloaded += m->overloaded, r->oom += m->sampler_oom;
     if (r->done < r->runs)
         plan_fleet_terms(r->slo, m, &r->value[(size_t)r->done++ * PLAN_TERMS]);
 }
@@ -304,6 +305,8 @@ int plan_judge_robust(const struct sim_config *base, const struct plan_fleet *gi
         }
         free(col);
         if (r.overloaded > tail * r.done) /* more than the interval's tail of its replicates overloaded */
+            *held = false;
+        if (r.oom > 0) /* (a step out of memory stops vLLM, in any replicate) */
             *held = false;
         for (int k = 0; k < SRC_COUNT; k++)
             if (iv.used[k] && iv.unmeasured[k])
@@ -380,6 +383,9 @@ static const char *missed_text(const struct plan_slo *slo, const struct plan_run
         snprintf(rej, sizeof rej, " (%lld rejected)", (long long)r->m.num_rejected);
     if (r->stopped)
         snprintf(buf, len, "stopped at %.1f s: certain to miss %s%s", r->stop_s, term, rej);
+    else if (r->m.sampler_oom)
+        snprintf(buf, len, "vLLM's sampler out of memory (a step of %d canvases; it holds %d)", r->m.sampler_canvases,
+                 r->m.sampler_holds);
     else if (r->missed >= 0)
         snprintf(buf, len, "missed %s%s", term, r->overloaded ? "; overloaded" : "");
     else if (r->overloaded)

@@ -119,6 +119,7 @@ void cli_print_summary(const struct sim_config *c, const struct sim_setup *setup
            m->throughput_tok_s, m->content_tok_s, m->req_s);
     cli_print_latency(m);
     cli_print_overload(m, "configuration");
+    cli_print_sampler(m);
     printf("  first block   mean %.3f s after arrival; queueing mean %.3f s\n", m->ttfb_mean_s,
            m->queue_mean_s);
     printf("  memory (GiB)  capacity %.2f = weights %.2f + KV pool %.2f (+ activations); "
@@ -189,6 +190,16 @@ void cli_print_overload(const struct sim_summary *m, const char *what)
                m->req_s, (long long)m->outstanding[1], (long long)m->outstanding[0]);
 }
 
+void cli_print_sampler(const struct sim_summary *m)
+{
+    if (m->sampler_holds < 0)
+        return;
+    printf("  vLLM sampler  its largest step's %d canvas%s %s: a step holds %d within vLLM's memory (its KV pool "
+           "sized without the sampler, at --gpu-memory-utilization %g with %g GiB outside the budget: tessera mem "
+           "sampler)\n", m->sampler_canvases, m->sampler_canvases == 1 ? "" : "es",
+           m->sampler_oom ? "run vLLM out of memory" : "fit", m->sampler_holds, SAMPLER_UTIL, SAMPLER_OUTSIDE_GIB);
+}
+
 json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m)
 {
     json_t *o = json_object();
@@ -207,6 +218,11 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
     json_object_set_new(o, "known", json_string(known));
     json_object_set_new(o, "known_as", json_stringn(known, strcspn(known, ":")));
     json_object_set_new(o, "overloaded", json_boolean(m->overloaded));
+    if (m->sampler_holds >= 0) {
+        json_object_set_new(o, "sampler_canvases", json_integer(m->sampler_canvases));
+        json_object_set_new(o, "sampler_holds", json_integer(m->sampler_holds));
+        json_object_set_new(o, "sampler_oom", json_boolean(m->sampler_oom));
+    }
     if (m->offered_rps > 0) {
         json_object_set_new(o, "offered_rps", json_real(m->offered_rps));
         json_object_set_new(o, "outstanding_third", json_integer(m->outstanding[0]));

@@ -3,7 +3,23 @@
 
 #include <math.h>
 
+#include "act_cache.h"
+#include "planner.h"
 #include "util.h"
+
+int sampler_setup_make(const struct model_cfg *m, int64_t device_bytes, double util, double outside_gib,
+                       int64_t max_batched, int32_t max_num_seqs, int32_t canvas, int32_t copies, bool tiled,
+                       struct sampler_setup *out, struct ts_err *err)
+{
+    /* the profile run: a forward of max_batched tokens with a logit row a sequence */
+    const struct og_shape prof = {max_batched, TS_MIN((int64_t)max_num_seqs, max_batched), 0, 1, 0, false, 1, 0};
+    int64_t slack = 0;
+    if (act_planned_bytes(m, planner_find("caching"), &prof, &slack, err))
+        return -1;
+    *out = (struct sampler_setup){device_bytes, util, (int64_t)(outside_gib * TS_GIB), slack, canvas, m->vocab,
+                                  copies, tiled};
+    return 0;
+}
 
 void sampler_mem_at(const struct sampler_setup *su, int32_t n, struct sampler_step *out)
 {

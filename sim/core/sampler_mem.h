@@ -25,9 +25,22 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "util.h"
+
 #define SAMPLER_COPIES 3          /* fp32 copies of its group's logits the compiled step allocates */
 #define SAMPLER_TILE_SHARE 0.5    /* vLLM's budget of what is free for a tile */
 #define SAMPLER_TILE_COPIES 10    /* the fp32 copies vLLM assumes when it sizes a tile */
+#define SAMPLER_FP32_BYTES 4      /* the softcapped fp32 logits, every canvas row's, tiled or not */
+/* vLLM's defaults and tessera's assumptions where a run does not say: --gpu-memory-utilization, its
+ * --max-num-batched-tokens (the profile run's forward), and what is held outside the budget (the CUDA
+ * context, cuBLAS's workspaces, the CUDA graphs' pool: an assumption, swept in sim/docs/memory.md) */
+#define SAMPLER_UTIL 0.9
+#define SAMPLER_BATCHED 8192
+#define SAMPLER_OUTSIDE_GIB 1.0
+
+/* Which sampler an implementation runs: none of vLLM's, its whole one (0.33.0: every canvas at once),
+ * or the request-tiled one (PR #45672). */
+enum sampler_code { SAMPLER_NONE = 0, SAMPLER_WHOLE, SAMPLER_TILED };
 
 struct sampler_setup {
     int64_t device_bytes;  /* the device's memory */
@@ -50,6 +63,14 @@ struct sampler_step {
     bool oom;
 };
 
+struct model_cfg;
+/* The setup of model m on a device of device_bytes at utilization util, outside_gib held outside the
+ * budget, a profile run of max_batched tokens with max_num_seqs logit rows (its activations as
+ * PyTorch's caching allocator holds them: the slack), canvases of canvas rows, copies, tiled or whole.
+ * -1 with err where the profile run cannot be planned. */
+int sampler_setup_make(const struct model_cfg *m, int64_t device_bytes, double util, double outside_gib,
+                       int64_t max_batched, int32_t max_num_seqs, int32_t canvas, int32_t copies, bool tiled,
+                       struct sampler_setup *out, struct ts_err *err);
 /* The sampler's memory at a step of n canvases under setup su into *out. */
 void sampler_mem_at(const struct sampler_setup *su, int32_t n, struct sampler_step *out);
 /* The most canvases a step holds without running out of memory, up to max (0: not one). */

@@ -15,6 +15,7 @@
 #include "cost_op.h"
 #include "gpu.h"
 #include "model.h"
+#include "sampler_mem.h"
 #include "step_desc.h"
 #include "util.h"
 
@@ -59,6 +60,11 @@ struct impl_profile {
     bool rounds;            /* a serving runtime priced by its scheduler's rounds measured whole (rounds.h:
                              * DATADIR/rounds/GPU-MODEL-NAME.csv); where the run's GPU and model have none,
                              * priced as its base */
+    int32_t sampler;        /* vLLM's DiffusionGemma sampler (enum sampler_code, sampler_mem.h): a run checks
+                             * its largest step against vLLM's memory (sim_sampler); tiled, a request holds
+                             * its fp32 logits (SAMPLER_FP32_BYTES a logit) and the copies take a group of
+                             * canvases at a time from what is free, so only the logits are reserved, while
+                             * softmax_copy_bytes still prices the bytes every copy moves */
 };
 enum { SELF_COND_NONE = 0, SELF_COND_HIDDEN, SELF_COND_VOCAB };
 

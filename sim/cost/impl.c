@@ -40,9 +40,10 @@
  *                softmax's copies beside the logits (float64: 16 bytes a logit; bf16: 2) priced as
  *                those bytes at the memory bandwidth beyond (or short of) torch-eager's fp32 8, and its
  *                loop's host issue time a forward as a multiple of the harness's.
- *   vllm-dgemma, vllm-dgemma-probs
+ *   vllm-dgemma, vllm-dgemma-probs, vllm-dgemma-tiled
  *                vLLM's DiffusionGemma runner as tessera (CUDA graphs), with its sampler's fp32 copies
- *                beside the logits and a self-conditioning canvas a request (derived_impls below).
+ *                beside the logits (every canvas at once, or tiled by requests) and a self-conditioning
+ *                canvas a request (derived_impls below).
  *   sglang-dgemma  SGLang's DiffusionGemma runner as tessera (CUDA graphs), its sampler's copies and
  *                self-conditioning canvas as vllm-dgemma's (derived_impls below).
  *   sglang       SGLang's runtime (its dLLM path, --system sglang and sglang-sync): each step priced by the
@@ -116,59 +117,60 @@ static const struct derived_impl {
     int32_t self_cond;         /* impl_profile's */
     bool rounds;               /* impl_profile's */
     int32_t key_rope_bytes;    /* impl_profile's (KEY_ROPE_BYTES above) */
+    int32_t sampler;           /* impl_profile's */
 } derived_impls[] = {
     /* LLaDA's generate.py before f51cb17 (the native preset's): softmax(logits.to(torch.float64)) */
-    {"torch-eager-f64", "torch-eager", 16, 1, 1.0, false, false, 0, 0, false, 0},
+    {"torch-eager-f64", "torch-eager", 16, 1, 1.0, false, false, 0, 0, false, 0, SAMPLER_NONE},
     /* ML-GSAI/LLaDA generate.py at b7e6c35: the softmax in the logits' dtype (bf16) over every row */
-    {"torch-llada", "torch-eager", 2, 0, 1.0, false, false, 0, 0, false, 0},
+    {"torch-llada", "torch-eager", 2, 0, 1.0, false, false, 0, 0, false, 0, SAMPLER_NONE},
     /* NVlabs/Fast-dLLM llada/generate.py at 24cc59e: float64 softmax over every row of the call
      * (get_transfer_index); its block forwards re-apply RoPE in fp32 to all cached keys and read a
      * position back (.item()) in every layer: 40.4 ms a block forward against 28.9 */
-    {"torch-fast-dllm", "torch-eager", 16, 1, 1.398, false, false, 0, 0, false, KEY_ROPE_BYTES},
+    {"torch-fast-dllm", "torch-eager", 16, 1, 1.398, false, false, 0, 0, false, KEY_ROPE_BYTES, SAMPLER_NONE},
     /* maomaocun/dLLM-cache utils/generate_function.py at 17235bf: bf16 softmax over the response's
      * rows; its hooks (cache_hook_LLaDA.py) concatenate the cached features and recompute RoPE in
      * fp32 with a Python loop in every layer: 53.6 ms a forward against 28.9 at batch 1; in a partial
      * update (REUSE) its RoPE_forward loops over the batch's rows, 7 kernels a row and a layer (the
      * row's sin and cos gathered by index, rotate_half's neg and cat, two products and their sum) */
-    {"torch-dllm-cache", "torch-eager", 2, 0, 1.854, false, false, 7, 0, false, KEY_ROPE_BYTES + KV_CAT_BYTES},
+    {"torch-dllm-cache", "torch-eager", 2, 0, 1.854, false, false, 7, 0, false, KEY_ROPE_BYTES + KV_CAT_BYTES, SAMPLER_NONE},
     /* OpenMOSS/Sparse-dLLM llada_generate.py at 3fd8986: bf16 softmax over every row of the call; a
      * block forward over the kept keys issues about as much as the harness's: 28.3 ms against 28.9;
      * its selection (modeling_llada.py filter_cache) one top-k over the batch a layer, no loop */
-    {"torch-sparse-dllm", "torch-eager", 2, 0, 0.977, false, true, 0, 0, false, 0},
+    {"torch-sparse-dllm", "torch-eager", 2, 0, 0.977, false, true, 0, 0, false, 0, SAMPLER_NONE},
     /* Crys-Chen/DPad llada/generate_dropout.py at 461b36e: float64 softmax over every row of the call
      * (get_transfer_index); its model file (Fast-dLLM's with RoPE tables kept across a block's forwards,
      * rebuilt at its first: update_rope) issues less than LLaDA's loop without a cache, 0.835 of it, and
      * more with one, 1.17 (the prefix and dual loops alike: 1.171 and 1.176), on its own held-out grid
      * (experiments/records/validate-mechanisms-h100, dpad/profile/) */
-    {"torch-dpad", "torch-eager", 16, 1, 0.835, false, false, 0, 0, false, 0},
-    {"torch-dpad-cache", "torch-eager", 16, 1, 1.17, false, false, 0, 0, false, 0},
+    {"torch-dpad", "torch-eager", 16, 1, 0.835, false, false, 0, 0, false, 0, SAMPLER_NONE},
+    {"torch-dpad-cache", "torch-eager", 16, 1, 1.17, false, false, 0, 0, false, 0, SAMPLER_NONE},
     /* zhijie-group/Discrete-Diffusion-Forcing D2F-eval/eval_llada.py at 771f745: the softmax in the
      * logits' dtype (bf16) over each block's masked rows; its loop issues 0.843 of LLaDA's a forward on
      * its held-out grid (experiments/records/validate-mechanisms-h100, d2f/) */
-    {"torch-d2f", "torch-eager", 2, 0, 0.843, false, false, 0, 0, false, 0},
+    {"torch-d2f", "torch-eager", 2, 0, 0.843, false, false, 0, 0, false, 0, SAMPLER_NONE},
     /* horseee/dKV-Cache generation_utils/llada_dkv_cache_decode.py at 49a76fc: float64 softmax over every
      * row of a forward; its cached forwards rebuild the rotary tables of the rows they run and gather
      * the rows and the cache by index in every layer: 1.52 of LLaDA's loop a forward on its held-out
      * grid (experiments/records/dkv-own-code-h100, dkv-profile/ and native/profile/) */
-    {"torch-dkv", "torch-eager", 16, 1, 1.52, false, false, 0, 0, false, 0},
+    {"torch-dkv", "torch-eager", 16, 1, 1.52, false, false, 0, 0, false, 0, SAMPLER_NONE},
     /* yxu-dev/Elastic-Cache llada/generate.py at 46c0bc3: float64 softmax over the window's rows; every
      * layer that reuses the cache computes the tracked tokens' attention twice, eagerly (its drift test),
      * and picks the most-attended token: 1.117 of LLaDA's loop a forward on its held-out grid
      * (experiments/records/elastic-own-code-h100, elastic-profile/ and native/profile/) */
-    {"torch-elastic", "torch-eager", 16, 1, 1.117, false, false, 0, 0, false, 0},
+    {"torch-elastic", "torch-eager", 16, 1, 1.117, false, false, 0, 0, false, 0, SAMPLER_NONE},
     /* Kamichanw/d2Cache src/generation/vanilla.py and src/cache/d2cache.py at 72feb60: the softmax in the
      * logits' dtype (bf16); every layer selects its rows by mask and builds the attention rollout (an
      * identity of the sequence's size, a product a layer), with read-backs: 1.679 of LLaDA's loop a
      * forward on its held-out grid (experiments/records/d2cache-own-code-h100) */
-    {"torch-d2cache", "torch-eager", 2, 0, 1.679, false, false, 0, 0, false, 0},
+    {"torch-d2cache", "torch-eager", 2, 0, 1.679, false, false, 0, 0, false, 0, SAMPLER_NONE},
     /* NVlabs/Fast-dLLM v2/generation_functions.py at af42f51 over Fast-dLLM v2 7B's remote code: the
      * softmax in the logits' dtype (bf16) over the sub-block's rows; every forward concatenates the
      * whole cache to its rows' K/V in every layer and builds its block mask on the host: 0.802 of LLaDA's
      * loop a forward on its held-out grid, a model of 28 layers against 32
      * (experiments/records/fdllm-v2-own-code-h100, fdllm-v2-profile/ and native/profile/) */
-    {"torch-fdllm-v2", "torch-eager", 2, 0, 0.802, false, false, 0, 0, false, KV_CAT_BYTES},
+    {"torch-fdllm-v2", "torch-eager", 2, 0, 0.802, false, false, 0, 0, false, KV_CAT_BYTES, SAMPLER_NONE},
     /* the engine's --ffn fused: SwiGLU in the gate/up GEMM's epilogue */
-    {"tessera-fused", "tessera", -1, 0, 1.0, true, false, 0, 0, false, 0},
+    {"tessera-fused", "tessera", -1, 0, 1.0, true, false, 0, 0, false, 0, SAMPLER_NONE},
     /* vLLM's DiffusionGemma runner (vllm/model_executor/models/diffusion_gemma.py as merged at eb28452 and
      * released in 0.33.0), CUDA graphs as tessera's (vLLM's default captures at most 512 tokens, two
      * canvases: a batch of more runs its forward unreplayed, which this profile does not price): its
@@ -177,21 +179,24 @@ static const struct derived_impl {
      * on an H200: experiments/records/dgemma-sampler-h200, tessera mem sampler); a request keeps its canvas
      * of fp32 soft embeddings (probabilities times the embedding: self_conditioning_embeds) across its
      * steps */
-    {"vllm-dgemma", "tessera", 14, 0, 1.0, false, false, 0, SELF_COND_HIDDEN, false, 0},
+    {"vllm-dgemma", "tessera", 14, 0, 1.0, false, false, 0, SELF_COND_HIDDEN, false, 0, SAMPLER_WHOLE},
+    /* the same after PR #45672 (diffusion_gemma.py at 00c25c8): the compiled step over groups of canvases
+     * sized from what the device has free (sampler_mem.h), the same copies and bytes moved */
+    {"vllm-dgemma-tiled", "tessera", 14, 0, 1.0, false, false, 0, SELF_COND_HIDDEN, false, 0, SAMPLER_TILED},
     /* the same with the runner's pre-merge state (DiffusionGemma4RequestStates, in no merged commit): a
      * canvas of fp32 probabilities a request (self_conditioning_probs, max_num_seqs x canvas x vocab: 256
      * MiB a request at 256 x 262,144), the buffer vLLM's recipe names when it advises --max-num-seqs 4 */
-    {"vllm-dgemma-probs", "tessera", 14, 0, 1.0, false, false, 0, SELF_COND_VOCAB, false, 0},
+    {"vllm-dgemma-probs", "tessera", 14, 0, 1.0, false, false, 0, SELF_COND_VOCAB, false, 0, SAMPLER_WHOLE},
     /* SGLang's DiffusionGemma path (release 0.5.23: dllm/algorithm/gemma4_renoise.py, models/gemma4_diffusion.py)
      * as tessera, its canvas rounds under CUDA graphs (its context passes run eagerly, which this profile does
      * not price apart): the logits processor's fp32 logits of every canvas row, their bf16 probabilities for
      * the soft embeddings and a request's fp32 exponential race over its canvas (10 bytes a logit, read from
      * the code, not measured); a request keeps its canvas's soft embeddings across its rounds */
-    {"sglang-dgemma", "tessera", 10, 0, 1.0, false, false, 0, SELF_COND_HIDDEN, false, 0},
+    {"sglang-dgemma", "tessera", 10, 0, 1.0, false, false, 0, SELF_COND_HIDDEN, false, 0, SAMPLER_NONE},
     /* SGLang's own runtime (release 0.5.17, the record sglang-h200): its scheduler's rounds measured whole,
      * a round's forward (its CUDA graph, FlashInfer attention, fused MoE and LowConfidence's step) and the
      * scheduler's host work before the next (rounds.h, sim/data/rounds/); its memory as tessera's */
-    {"sglang", "tessera", -1, 0, 1.0, false, false, 0, 0, true, 0},
+    {"sglang", "tessera", -1, 0, 1.0, false, false, 0, 0, true, 0, SAMPLER_NONE},
 };
 
 static const char *impl_name_at(int i)
@@ -231,6 +236,7 @@ int impl_resolve(const char *name, struct impl_profile *out, struct ts_err *err)
         out->self_cond = d->self_cond;
         out->rounds = d->rounds;
         out->key_rope_bytes = d->key_rope_bytes;
+        out->sampler = d->sampler;
         if (d->fused_ffn) {
             out->kernels[OP_ACT] = 0; /* SwiGLU runs in the gate/up GEMM's epilogue */
             out->fused_ffn = true;

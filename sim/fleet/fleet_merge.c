@@ -49,6 +49,7 @@ int fleet_merge(struct sim **r, const struct fleet_result *out, double slo, stru
         f->makespan_ns = TS_MAX(f->makespan_ns, m->makespan_ns);
     }
     const double span = (double)f->makespan_ns * 1e-9;
+    f->sampler_holds = -1;
     for (int i = 0; i < n; i++) {
         const struct sim_summary *m = &out->replica[i];
         const double fin = (double)m->num_finished;
@@ -83,6 +84,11 @@ int fleet_merge(struct sim **r, const struct fleet_result *out, double slo, stru
         f->idle_w += m->idle_w;
         f->peak_mem_bytes = TS_MAX(f->peak_mem_bytes, m->peak_mem_bytes);
         f->peak_kv_bytes = TS_MAX(f->peak_kv_bytes, m->peak_kv_bytes);
+        if (m->sampler_holds >= 0) { /* (any replica out of memory fails the fleet) */
+            f->sampler_canvases = TS_MAX(f->sampler_canvases, m->sampler_canvases);
+            f->sampler_holds = f->sampler_holds < 0 ? m->sampler_holds : TS_MIN(f->sampler_holds, m->sampler_holds);
+            f->sampler_oom |= m->sampler_oom;
+        }
     }
     f->num_requests += out->refused, f->num_rejected += out->refused;
     const double fin = (double)f->num_finished;

@@ -200,7 +200,7 @@ int plan_judge_fleet(const struct sim_config *workload, const struct plan_fleet 
     out->request_steps = out->m.request_steps;
     out->missed = plan_fleet_terms(slo, &out->m, out->value);
     out->overloaded = out->m.overloaded;
-    out->held = out->missed < 0 && !out->overloaded;
+    out->held = out->missed < 0 && !out->overloaded && !out->m.sampler_oom;
     return 0;
 }
 
@@ -253,7 +253,7 @@ int plan_judge(const struct sim_config *base, const struct plan_slo *slo, bool e
     }
     out->missed = plan_terms(slo, &out->m, missed, out->value);
     out->overloaded = out->m.overloaded;
-    out->held = out->missed < 0 && !out->overloaded;
+    out->held = out->missed < 0 && !out->overloaded && !out->m.sampler_oom;
     return 0;
 }
 

@@ -1,0 +1,32 @@
+/*
+ * sim_sampler.c: a run of vLLM's DiffusionGemma runner held against vLLM's own memory (sampler_mem.h).
+ * vLLM sizes its KV pool from a profile run that never samples, so the sampler's transient at a step
+ * takes what the budget left outside it; tessera's own accounting reserves each request's logits and
+ * never runs out. The run's largest step, in canvases of --block rows, is judged at vLLM's defaults
+ * (SAMPLER_UTIL, SAMPLER_BATCHED) and tessera's assumption of what is held outside the budget
+ * (SAMPLER_OUTSIDE_GIB), as `tessera mem sampler` prints them.
+ */
+#include "sim_internal.h"
+
+#include "sampler_mem.h"
+
+/* canvases a step holds at most, searched up to */
+#define SAMPLER_SEARCH_MAX 4096
+
+void sim_sampler_judge(const struct sim *s, struct sim_summary *out)
+{
+    out->sampler_canvases = 0, out->sampler_holds = -1, out->sampler_oom = false;
+    if (s->impl.sampler == SAMPLER_NONE || s->cfg.tp != 1 || s->cfg.block < 1)
+        return;
+    const int32_t canvases = (int32_t)((s->peak_logit_rows + s->cfg.block - 1) / s->cfg.block);
+    /* the profile run's logit rows: a sequence each, up to --max-num-seqs (the run's cap, else its peak) */
+    const int32_t seqs = TS_MAX(1, out->concurrency_cap > 0 ? out->concurrency_cap : canvases);
+    struct sampler_setup su;
+    struct ts_err err;
+    if (sampler_setup_make(&s->model, s->gpu.mem_bytes, SAMPLER_UTIL, SAMPLER_OUTSIDE_GIB, SAMPLER_BATCHED, seqs,
+                           s->cfg.block, SAMPLER_COPIES, s->impl.sampler == SAMPLER_TILED, &su, &err))
+        return; /* (the caching planner plans any forward the run planned: not judged where it refuses) */
+    out->sampler_canvases = canvases;
+    out->sampler_holds = sampler_mem_max(&su, SAMPLER_SEARCH_MAX);
+    out->sampler_oom = canvases > out->sampler_holds;
+}
