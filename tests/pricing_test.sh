@@ -127,6 +127,17 @@ assert not t["sampler_oom"] and t["sampler_holds"] >= 16 and mt["holds"] == 16, 
 assert abs(w["peak_mem_bytes"] - t["peak_mem_bytes"] - 10 * 16 * 256 * 262144) <= 0.01 * 10 * 16 * 256 * 262144, \
     (w["peak_mem_bytes"], t["peak_mem_bytes"])
 PY
+# a fleet: one replica whole (out of memory at 16), one tiled (fits): the fleet runs out, its largest step the
+# replicas' largest and what a step holds the fewer's
+printf '1 --impl vllm-dgemma\n1 --impl vllm-dgemma-tiled\n' >"$tmp/dg-fleet.txt"
+expect 0 "sim, a fleet against vLLM's memory" -- "$bin" sim --system diffusion-gemma --gpu h200 --max-batch 16 \
+    --fleet "$tmp/dg-fleet.txt" --router round-robin --requests 32 --rps 1000 --lengths fixed:256,256 --json --quiet \
+    --no-progress
+python3 - "$tmp/out" "$tmp/dg-vllm-dgemma.json" <<'PY' && ok || bad "sim: a fleet's vLLM sampler not merged from its replicas'"
+import json, sys
+f, w = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert f["sampler_oom"] and f["sampler_canvases"] == 16 and f["sampler_holds"] == w["sampler_holds"], f
+PY
 expect 0 "sim, a runtime without vLLM's sampler" -- "$bin" sim --system sglang-dgemma --requests 4 --json --quiet --no-progress
 python3 -c 'import json, sys; assert "sampler_holds" not in json.load(open(sys.argv[1]))' "$tmp/out" && ok || bad "sim: a runtime without vLLM's sampler judged against it"
 expect 0 "sim, vLLM's sampler in the summary" -- "$bin" sim --system diffusion-gemma --gpu h200 --max-batch 16 \
