@@ -145,6 +145,15 @@ static struct og_shape act_shape(const struct sim *s, int64_t T, int64_t R, int3
     return (struct og_shape){T, R, logit_chunk_rows, ffn_chunks, copy, s->impl.fused_ffn, s->cfg.tp, s->act_layout};
 }
 
+/* The requests' segments of a step that take logits (a captured graph's padding is none). */
+static int32_t logit_segments(const struct step_desc *sd)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < sd->num_segs; i++)
+        n += sd->segs[i].logit_rows > 0 && !sd->segs[i].padding;
+    return n;
+}
+
 /* the planner's chunk search on a shape (the cache's planner refuses nothing the run validated) */
 static void chunk_shape(struct sim *s, const struct og_shape *shape, int64_t budget, struct chunk_choice *out)
 {
@@ -370,7 +379,8 @@ static void start_step(struct sim *s)
     if (in_use > s->sum.peak_mem_bytes)
         s->sum.peak_mem_bytes = in_use;
     s->sum.peak_kv_bytes = TS_MAX(s->sum.peak_kv_bytes, kv_bytes);
-    s->peak_logit_rows = TS_MAX(s->peak_logit_rows, s->sd.tot.logit_rows);
+    if (s->impl.sampler != SAMPLER_NONE) /* the canvases it samples: the requests' segments with logits */
+        s->peak_canvases = TS_MAX(s->peak_canvases, logit_segments(&s->sd));
     record_step(s, dur, act, kv_bytes);
     /* (a captured graph's padding rows are no request's) */
     const int32_t rows_of_requests = s->sd.num_segs - (int32_t)s->sd.tot.graph_rows;

@@ -92,9 +92,9 @@ struct sim_summary {
     double offered_rps;
     bool overloaded;
     /* vLLM's DiffusionGemma sampler (an implementation that runs it, impl_profile.sampler; --tp 1): the
-     * canvases (--block rows of logits) of the run's largest step, the most a step holds within vLLM's
-     * memory (sim_sampler.c; -1: not judged), and whether the largest step exceeds it, where vLLM runs out
-     * of memory */
+     * canvases of the run's largest step (its requests' segments with logits, --block rows each to
+     * vLLM), the most a step holds within vLLM's memory (sim_sampler.c; -1: not judged), and whether
+     * the largest step exceeds it, where vLLM runs out of memory */
     int32_t sampler_canvases, sampler_holds;
     bool sampler_oom;
 };

@@ -156,7 +156,7 @@ struct sim {
 
     /* the step being built / executed */
     struct step_desc sd;
-    int64_t peak_logit_rows;   /* the most logit rows a step has had (sim_sampler_judge) */
+    int32_t peak_canvases;     /* vLLM's sampler: the most segments with logits a step has had (sim_sampler_judge) */
     struct step_desc draft_sd; /* a speculative policy's drafter forward of the step (price_drafter) */
     int64_t now_ns;
     int64_t step_extra_ns; /* swap traffic charged to the current step */

@@ -2,7 +2,8 @@
  * sim_sampler.c: a run of vLLM's DiffusionGemma runner held against vLLM's own memory (sampler_mem.h).
  * vLLM sizes its KV pool from a profile run that never samples, so the sampler's transient at a step
  * takes what the budget left outside it; tessera's own accounting reserves each request's logits and
- * never runs out. The run's largest step, in canvases of --block rows, is judged at vLLM's defaults
+ * never runs out. The run's largest step, in canvases (a request's segment with logits: vLLM samples
+ * a canvas of --block rows for each), is judged at vLLM's defaults
  * (SAMPLER_UTIL, SAMPLER_BATCHED) and tessera's assumption of what is held outside the budget
  * (SAMPLER_OUTSIDE_GIB), as `tessera mem sampler` prints them.
  */
@@ -18,7 +19,7 @@ void sim_sampler_judge(const struct sim *s, struct sim_summary *out)
     out->sampler_canvases = 0, out->sampler_holds = -1, out->sampler_oom = false;
     if (s->impl.sampler == SAMPLER_NONE || s->cfg.tp != 1 || s->cfg.block < 1)
         return;
-    const int32_t canvases = (int32_t)((s->peak_logit_rows + s->cfg.block - 1) / s->cfg.block);
+    const int32_t canvases = s->peak_canvases; /* (a canvas a request, --block rows, however many it masks) */
     /* the profile run's logit rows: a sequence each, up to --max-num-seqs (the run's cap, else its peak) */
     const int32_t seqs = TS_MAX(1, out->concurrency_cap > 0 ? out->concurrency_cap : canvases);
     struct sampler_setup su;

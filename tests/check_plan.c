@@ -361,6 +361,19 @@ START_TEST(terms_of_a_summary)
 }
 END_TEST
 
+/* a rate's replicates: overloaded ones fail it past the interval's tail (5% of 40 at 90%), one whose
+ * step ran vLLM's sampler out of memory fails it alone */
+START_TEST(replicates_fail_by_hand)
+{
+    const double tail = (100.0 - 90) / 200;
+    ck_assert(!plan_replicates_fail(0, 0, 40, tail));
+    ck_assert(!plan_replicates_fail(2, 0, 40, tail)); /* 2 of 40: at the tail, kept */
+    ck_assert(plan_replicates_fail(3, 0, 40, tail));
+    ck_assert(plan_replicates_fail(0, 1, 40, tail));
+    ck_assert(plan_replicates_fail(0, 1, 1, 0.5));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("plan");
@@ -368,6 +381,7 @@ int main(void)
     ck_case(s, misses_a_share_allows_by_hand, 120);
     ck_case(s, search_finds_a_known_capacity, 120);
     ck_case(s, terms_of_a_summary, 120);
+    ck_case(s, replicates_fail_by_hand, 120);
     ck_case(s, saturated_server_capacity_in_closed_form, 120);
     ck_case(s, found_capacity_holds_and_more_does_not, 120);
     ck_case(s, watch_counts_as_the_summary_does, 120);

@@ -127,6 +127,56 @@ assert not t["sampler_oom"] and t["sampler_holds"] >= 16 and mt["holds"] == 16, 
 assert abs(w["peak_mem_bytes"] - t["peak_mem_bytes"] - 10 * 16 * 256 * 262144) <= 0.01 * 10 * 16 * 256 * 262144, \
     (w["peak_mem_bytes"], t["peak_mem_bytes"])
 PY
+# the edge: a step of as many canvases as mem sampler says a step holds fits, one more does not
+for n in 13 14; do
+    "$bin" sim --system diffusion-gemma --gpu h200 --max-batch "$n" --requests "$n" --rps 1000 --lengths fixed:256,256 \
+        --json --quiet --no-progress >"$tmp/dg-edge-$n.json" 2>&1
+    "$bin" mem sampler --max-num-seqs "$n" --code whole --json >"$tmp/sampler-edge-$n.json" 2>&1
+done
+python3 - "$tmp"/dg-edge-13.json "$tmp"/dg-edge-14.json "$tmp"/sampler-edge-13.json "$tmp"/sampler-edge-14.json <<'PY' \
+    && ok || bad "sim: vLLM's sampler at the edge of what a step holds judged unlike mem sampler"
+import json, sys
+a, b, ma, mb = (json.load(open(p)) for p in sys.argv[1:])
+assert a["sampler_canvases"] == 13 and not a["sampler_oom"] and not ma["steps"][-1]["oom"], (a, ma["steps"][-1])
+assert b["sampler_canvases"] == 14 and b["sampler_oom"] and mb["steps"][-1]["oom"], (b, mb["steps"][-1])
+PY
+# what a step holds is the configuration's, not the load's: --max-batch 1024 (the profile run's
+# --max-num-seqs) with 4 requests holds what mem sampler's 1,024 sequences hold; the three vLLM
+# implementations are judged, the whole ones alike
+for im in vllm-dgemma vllm-dgemma-probs; do
+    "$bin" sim --system diffusion-gemma --impl "$im" --gpu h200 --max-batch 1024 --requests 4 --rps 1000 \
+        --lengths fixed:256,256 --json --quiet --no-progress >"$tmp/dg-cap-$im.json" 2>&1
+done
+"$bin" mem sampler --max-num-seqs 1024 --code whole --json >"$tmp/sampler-1024.json" 2>&1
+python3 - "$tmp/dg-cap-vllm-dgemma.json" "$tmp/dg-cap-vllm-dgemma-probs.json" "$tmp/sampler-1024.json" <<'PY' \
+    && ok || bad "sim: what a step holds of vLLM's sampler follows the load, or an implementation of it is not judged"
+import json, sys
+w, p, m = (json.load(open(f)) for f in sys.argv[1:])
+assert w["sampler_canvases"] == 4 and w["sampler_holds"] == m["holds"] < 1024, (w["sampler_holds"], m["holds"])
+assert all(p[k] == w[k] for k in ("sampler_canvases", "sampler_holds", "sampler_oom")), p
+PY
+# what the sampler can take, by hand: 10% of the device outside the budget less 1 GiB, and the profile
+# run's activations
+python3 - "$tmp/sampler-1024.json" <<'PY' && ok || bad "mem sampler: the bytes a step can take are not 10% of the device less 1 GiB plus the slack"
+import json, sys
+o = json.load(open(sys.argv[1]))
+for s in o["steps"]:
+    assert abs(s["available_bytes"] - (int(0.1 * o["device_bytes"]) - 2**30 + o["slack_bytes"])) <= 1, s
+PY
+# a fleet's capacity: at it, tessera sim over the same fleet runs vLLM's sampler within memory; a rate
+# held never carries the reason
+expect 0 "plan capacity, a fleet against vLLM's memory" -- "$bin" plan capacity --system diffusion-gemma --gpu h200 \
+    --replicas 2 --requests 60 --slo p99=30s --lengths fixed:256,256 --confidence 0 --json
+cap=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["capacity_rps"])' "$tmp/out")
+"$bin" sim --system diffusion-gemma --gpu h200 --replicas 2 --requests 60 --lengths fixed:256,256 --rps "$cap" --json \
+    --quiet --no-progress >"$tmp/dg-fleet-cap.json" 2>&1
+python3 - "$tmp/out" "$tmp/dg-fleet-cap.json" <<'PY' && ok || bad "plan capacity: a fleet's capacity runs vLLM's sampler out of memory"
+import json, sys
+p, f = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert not f["sampler_oom"], f["sampler_canvases"]
+assert not any(u["held"] and u["sampler_oom"] for u in p["probes"]), p["probes"]
+assert [u["sampler_oom"] for u in p["probes"] if u["rps"] == p["failed_rps"]] == [True], p["probes"]
+PY
 # a fleet: one replica whole (out of memory at 16), one tiled (fits): the fleet runs out, its largest step the
 # replicas' largest and what a step holds the fewer's
 printf '1 --impl vllm-dgemma\n1 --impl vllm-dgemma-tiled\n' >"$tmp/dg-fleet.txt"

@@ -304,9 +304,7 @@ int plan_judge_robust(const struct sim_config *base, const struct plan_fleet *gi
                 *held = false;
         }
         free(col);
-        if (r.overloaded > tail * r.done) /* more than the interval's tail of its replicates overloaded */
-            *held = false;
-        if (r.oom > 0) /* (a step out of memory stops vLLM, in any replicate) */
+        if (plan_replicates_fail(r.overloaded, r.oom, r.done, tail))
             *held = false;
         for (int k = 0; k < SRC_COUNT; k++)
             if (iv.used[k] && iv.unmeasured[k])
@@ -530,6 +528,7 @@ static void capacity_json(const struct sim_config *c, const struct plan_fleet *f
         json_object_set_new(p, "held", json_boolean(u->held));
         json_object_set_new(p, "stopped", json_boolean(u->stopped));
         json_object_set_new(p, "overloaded", json_boolean(u->overloaded));
+        json_object_set_new(p, "sampler_oom", json_boolean(u->m.sampler_oom));
         json_object_set_new(p, "lat_p99_s", u->stopped ? json_null() : json_real(u->m.lat_p99_s));
         json_array_append_new(probes, p);
     }

@@ -204,6 +204,11 @@ int plan_judge_fleet(const struct sim_config *workload, const struct plan_fleet 
     return 0;
 }
 
+bool plan_replicates_fail(int overloaded, int oom, int done, double tail)
+{
+    return overloaded > tail * done || oom > 0;
+}
+
 int plan_judge(const struct sim_config *base, const struct plan_slo *slo, bool early, struct plan_run *out,
                struct ts_err *err)
 {

@@ -85,6 +85,11 @@ int plan_fleet_terms(const struct plan_slo *slo, const struct sim_summary *m, do
 int plan_judge_fleet(const struct sim_config *c, const struct plan_fleet *f, const struct plan_slo *slo,
                      struct plan_run *out, struct ts_err *err);
 
+/* Whether a rate's replicates (done of them) fail it beyond its SLO's terms: more than tail of them
+ * overloaded (the interval's tail, (100 - level) / 200), or any one whose largest step ran vLLM's
+ * sampler out of memory (vLLM stops there, whatever the others do). */
+bool plan_replicates_fail(int overloaded, int oom, int done, double tail);
+
 /* A judge: whether the configuration holds the SLO at rate rps (ctx its own). */
 typedef int (*plan_judge_fn)(void *ctx, double rps, bool *held, struct ts_err *err);
 struct plan_search {
