@@ -24,55 +24,11 @@
 
 #define MAX_LOGGED_REJECTIONS 5
 
-/* --- the waiting deque ------------------------------------------------------------------- */
-
-static void deque_grow(struct id_deque *d)
-{
-    if (d->n < d->cap)
-        return;
-    size_t cap = d->cap ? d->cap * 2 : 64;
-    int32_t *v = xmalloc(cap * sizeof *v);
-    for (size_t i = 0; i < d->n; i++)
-        v[i] = d->v[(d->head + i) % d->cap];
-    free(d->v);
-    d->v = v;
-    d->cap = cap;
-    d->head = 0;
-}
-
-void deque_push_back(struct id_deque *d, int32_t id)
-{
-    deque_grow(d);
-    d->v[(d->head + d->n++) % d->cap] = id;
-}
-
-void deque_push_front(struct id_deque *d, int32_t id)
-{
-    deque_grow(d);
-    d->head = (d->head + d->cap - 1) % d->cap;
-    d->v[d->head] = id;
-    d->n++;
-}
-
-int32_t deque_front(const struct id_deque *d)
-{
-    TS_ASSERT(d->n > 0);
-    return d->v[d->head];
-}
-
-int32_t deque_pop_front(struct id_deque *d)
-{
-    int32_t id = deque_front(d);
-    d->head = (d->head + 1) % d->cap;
-    d->n--;
-    return id;
-}
-
 /* --- memory ------------------------------------------------------------------------------ */
 
 int64_t sim_kv_pages(const struct sim *s, int64_t tokens)
 {
-    return (tokens + s->kv_page_tokens - 1) / s->kv_page_tokens;
+    return (tokens + s->mem.kv_page_tokens - 1) / s->mem.kv_page_tokens;
 }
 
 const char *sim_positions_refused(const struct sim *s, const struct request *r)
@@ -105,8 +61,8 @@ static void prompts_fit(struct sim *s)
 {
     if (!s->prompts)
         return;
-    const int64_t page = s->kv_page_tokens * s->kv_token_bytes;
-    const int64_t left = s->capacity - s->weight_bytes - s->act_reserved - s->kv_pages_used * page;
+    const int64_t page = s->mem.kv_page_tokens * s->mem.kv_token_bytes;
+    const int64_t left = s->mem.capacity - s->mem.weight_bytes - s->mem.act_reserved - s->mem.kv_pages_used * page;
     prompt_cache_trim(s->prompts, TS_MIN(s->cfg.prompt_cache / TRACE_HASH_BLOCK,
                                          TS_MAX(left, 0) / page / sim_kv_pages(s, TRACE_HASH_BLOCK)));
 }
@@ -119,9 +75,9 @@ bool sim_kv_reserve(struct sim *s, struct request *r, int64_t tokens)
             r->kv_tokens_held = tokens;
         return true;
     }
-    if (s->kv_pages_used + (need - have) > s->kv_pages_total)
+    if (s->mem.kv_pages_used + (need - have) > s->mem.kv_pages_total)
         return false;
-    s->kv_pages_used += need - have;
+    s->mem.kv_pages_used += need - have;
     r->kv_tokens_held = tokens;
     prompts_fit(s);
     return true;
@@ -129,8 +85,8 @@ bool sim_kv_reserve(struct sim *s, struct request *r, int64_t tokens)
 
 void sim_kv_release(struct sim *s, struct request *r)
 {
-    s->kv_pages_used -= sim_kv_pages(s, r->kv_tokens_held);
-    TS_ASSERT(s->kv_pages_used >= 0);
+    s->mem.kv_pages_used -= sim_kv_pages(s, r->kv_tokens_held);
+    TS_ASSERT(s->mem.kv_pages_used >= 0);
     r->kv_tokens_held = 0;
     if (s->ex.release)
         s->ex.release(s->ex.ctx, r->id);
@@ -207,21 +163,21 @@ void sim_admit(struct sim *s, struct request *r)
     if (r->admitted_ns < 0)
         r->admitted_ns = s->now_ns;
     if (r->swapped) { /* its cache comes back as it left, whatever the scheduler reserved for it now */
-        s->step_extra_ns += llround((double)(r->swapped_tokens * s->kv_token_bytes) / s->gpu.host_bw * 1e9);
+        s->step_extra_ns += llround((double)(r->swapped_tokens * s->mem.kv_token_bytes) / s->gpu.host_bw * 1e9);
         r->swapped = false;
         r->swapped_tokens = 0;
     }
     r->state = REQ_RUNNING;
-    ts_grow((void **)&s->running, &s->cap_running, s->num_running + 1, sizeof *s->running);
-    s->running[s->num_running++] = r->id;
+    ts_grow((void **)&s->q.running, &s->q.cap_running, s->q.num_running + 1, sizeof *s->q.running);
+    s->q.running[s->q.num_running++] = r->id;
 }
 
 void sim_remove_running(struct sim *s, int32_t id)
 {
-    for (size_t i = 0; i < s->num_running; i++)
-        if (s->running[i] == id) {
-            memmove(&s->running[i], &s->running[i + 1], (s->num_running - i - 1) * sizeof *s->running);
-            s->num_running--;
+    for (size_t i = 0; i < s->q.num_running; i++)
+        if (s->q.running[i] == id) {
+            memmove(&s->q.running[i], &s->q.running[i + 1], (s->q.num_running - i - 1) * sizeof *s->q.running);
+            s->q.num_running--;
             return;
         }
     TS_ASSERTF(0, "request %d is not running", id);
@@ -234,7 +190,7 @@ void sim_preempt(struct sim *s, struct request *r)
     int64_t tokens = r->kv_tokens_held;
     sim_kv_release(s, r);
     if (s->cfg.preempt == PREEMPT_SWAP && tokens > 0) {
-        s->step_extra_ns += llround((double)(tokens * s->kv_token_bytes) / s->gpu.host_bw * 1e9);
+        s->step_extra_ns += llround((double)(tokens * s->mem.kv_token_bytes) / s->gpu.host_bw * 1e9);
         r->swapped = true;
         r->swapped_tokens = tokens;
     } else {
@@ -243,7 +199,7 @@ void sim_preempt(struct sim *s, struct request *r)
     r->state = REQ_WAITING;
     r->preemptions++;
     s->sum.num_preemptions++;
-    deque_push_front(&s->waiting, r->id);
+    deque_push_front(&s->q.waiting, r->id);
 }
 
 void sim_finish(struct sim *s, struct request *r)
@@ -276,8 +232,8 @@ void sim_add_segment(struct sim *s, const struct segment *shape)
     if (seg.padding)
         seg.decoded = seg.missed = 0;
     else if (seg.phase != PHASE_PREFILL && !(s->pol->caps & POLICY_DECIDES) &&
-             req_masked_in_block(sim_req(s, seg.req_id)) > 0) /* (a block's confirming step commits nothing) */
-        seg.decoded = decode_tokens(&s->dm, sim_req(s, seg.req_id));
+             req_masked_in_block(sim_request(s, seg.req_id)) > 0) /* (a block's confirming step commits nothing) */
+        seg.decoded = decode_tokens(&s->dm, sim_request(s, seg.req_id));
     step_desc_add(&s->sd, &seg);
 }
 
@@ -300,7 +256,7 @@ static void on_arrival(struct sim *s, struct request *r)
         return;
     }
     r->state = REQ_WAITING;
-    deque_push_back(&s->waiting, r->id);
+    deque_push_back(&s->q.waiting, r->id);
 }
 
 static void record_step(struct sim *s, int64_t dur_ns, int64_t act, int64_t kv_bytes)
@@ -342,14 +298,14 @@ static void start_step(struct sim *s)
     s->step_extra_ns = 0;
     s->sched->build(s);
     if (s->sd.num_segs == 0) {
-        TS_ASSERTF(s->num_running == 0 && s->step_extra_ns == 0,
+        TS_ASSERTF(s->q.num_running == 0 && s->step_extra_ns == 0,
                    "scheduler %s built an empty step with %zu requests running", s->sched->name,
-                   s->num_running);
+                   s->q.num_running);
         return;
     }
     if (s->cfg.lazy_chunking) {
-        int64_t left = s->capacity - s->weight_bytes - s->kv_pages_used * s->kv_page_tokens * s->kv_token_bytes;
-        lazy_chunk(s, s->act_reserved > 0 && s->sched->budgeted ? TS_MIN(left, s->act_reserved) : left);
+        int64_t left = s->mem.capacity - s->mem.weight_bytes - s->mem.kv_pages_used * s->mem.kv_page_tokens * s->mem.kv_token_bytes;
+        lazy_chunk(s, s->mem.act_reserved > 0 && s->sched->budgeted ? TS_MIN(left, s->mem.act_reserved) : left);
     }
     struct step_price p;
     if (s->pricing->step(s, &p)) {
@@ -372,10 +328,10 @@ static void start_step(struct sim *s)
         s->failed = true;
         return;
     }
-    int64_t kv_bytes = s->kv_pages_used * s->kv_page_tokens * s->kv_token_bytes;
-    int64_t in_use = s->weight_bytes + kv_bytes + act;
-    TS_ASSERTF(in_use <= s->capacity, "step at %lld ns uses %lld bytes, capacity %lld (scheduler %s)",
-               (long long)s->now_ns, (long long)in_use, (long long)s->capacity, s->sched->name);
+    int64_t kv_bytes = s->mem.kv_pages_used * s->mem.kv_page_tokens * s->mem.kv_token_bytes;
+    int64_t in_use = s->mem.weight_bytes + kv_bytes + act;
+    TS_ASSERTF(in_use <= s->mem.capacity, "step at %lld ns uses %lld bytes, capacity %lld (scheduler %s)",
+               (long long)s->now_ns, (long long)in_use, (long long)s->mem.capacity, s->sched->name);
     if (in_use > s->sum.peak_mem_bytes)
         s->sum.peak_mem_bytes = in_use;
     s->sum.peak_kv_bytes = TS_MAX(s->sum.peak_kv_bytes, kv_bytes);
@@ -384,8 +340,8 @@ static void start_step(struct sim *s)
     record_step(s, dur, act, kv_bytes);
     /* (a captured graph's padding rows are no request's) */
     const int32_t rows_of_requests = s->sd.num_segs - (int32_t)s->sd.tot.graph_rows;
-    TS_ASSERT(s->num_running >= (size_t)rows_of_requests); /* a segment a running request */
-    s->sum.num_stalls += (int64_t)s->num_running - rows_of_requests;
+    TS_ASSERT(s->q.num_running >= (size_t)rows_of_requests); /* a segment a running request */
+    s->sum.num_stalls += (int64_t)s->q.num_running - rows_of_requests;
     s->sum.num_steps++;
     s->sum.request_steps += rows_of_requests;
     s->sum.mean_q_per_step += (double)s->sd.tot.q_tokens;
@@ -427,7 +383,7 @@ static void on_step_done(struct sim *s)
         const struct segment *seg = &s->sd.segs[i];
         if (seg->padding)
             continue;
-        struct request *r = sim_req(s, seg->req_id);
+        struct request *r = sim_request(s, seg->req_id);
         const bool prompt = prompt_pass(seg, r);
         if (!prompt) {
             s->sum.rows_processed += seg->q;
@@ -477,7 +433,7 @@ static void show_progress(struct sim *s, bool last)
         snprintf(eta, sizeof eta, ", about %.0f s left", took * (double)(s->num_reqs - s->num_done) / (double)s->num_done);
     fprintf(stderr, "\r[%10.3f s] %lld/%lld requests done, %zu running, %zu waiting%s   %s",
             (double)s->now_ns * 1e-9, (long long)s->num_done, (long long)s->num_reqs,
-            s->num_running, s->waiting.n, eta, last ? "\n" : "");
+            s->q.num_running, s->q.waiting.n, eta, last ? "\n" : "");
 }
 
 /* Runs the events before until_ns (INT64_MAX: all), each instant's together, a step started after
@@ -490,7 +446,7 @@ static void run_events(struct sim *s, int64_t until_ns)
         s->now_ns = e.time_ns;
         for (;;) {
             if (e.type == EV_ARRIVAL)
-                on_arrival(s, sim_req(s, e.arg));
+                on_arrival(s, sim_request(s, e.arg));
             else
                 on_step_done(s);
             if (evq_empty(&s->evq) || evq_peek_time(&s->evq) != s->now_ns)
@@ -524,11 +480,11 @@ int64_t sim_next_event_ns(const struct sim *s)
 
 void sim_load(const struct sim *s, struct sim_load *out)
 {
-    *out = (struct sim_load){.outstanding = s->num_arrived - s->num_done, .waiting = (int64_t)s->waiting.n,
-                             .running = (int64_t)s->num_running,
-                             .kv_used = s->kv_pages_total > 0 ? (double)s->kv_pages_used / (double)s->kv_pages_total : 0};
-    for (size_t i = 0; i < s->num_running; i++)
-        out->refreshing += sim_req(s, s->running[i])->steps_in_block == 0;
+    *out = (struct sim_load){.outstanding = s->q.num_arrived - s->num_done, .waiting = (int64_t)s->q.waiting.n,
+                             .running = (int64_t)s->q.num_running,
+                             .kv_used = s->mem.kv_pages_total > 0 ? (double)s->mem.kv_pages_used / (double)s->mem.kv_pages_total : 0};
+    for (size_t i = 0; i < s->q.num_running; i++)
+        out->refreshing += sim_request(s, s->q.running[i])->steps_in_block == 0;
 }
 
 int64_t sim_now_ns(const struct sim *s) { return s->now_ns; }
@@ -600,7 +556,7 @@ void sim_hand_on(struct sim *s, struct request *r, bool cache)
     s->handoffs[s->num_handoffs++] = (struct sim_handoff){
         .left_ns = s->now_ns, .gpus = sim_gpus(s), .cache = cache, .ticket = ticket, .req = moved,
         /* the K/V it holds, every GPU's share; else its token ids (int32) */
-        .bytes = cache ? tokens * s->kv_token_bytes * sim_gpus(s) : (int64_t)r->L * 4};
+        .bytes = cache ? tokens * s->mem.kv_token_bytes * sim_gpus(s) : (int64_t)r->L * 4};
     s->sum.handed_out++;
     s->num_done++;
     sim_let_go(s, r);
@@ -634,7 +590,7 @@ int sim_run(struct sim *s, struct ts_err *err)
     }
     TS_ASSERTF(s->num_done == s->num_reqs, "%lld of %lld requests done when events ran out "
                "(%zu waiting, %zu running)", (long long)s->num_done, (long long)s->num_reqs,
-               s->waiting.n, s->num_running);
+               s->q.waiting.n, s->q.num_running);
     return 0;
 }
 
@@ -643,10 +599,10 @@ int sim_run(struct sim *s, struct ts_err *err)
 void sim_get_summary(const struct sim *s, struct sim_summary *out)
 {
     *out = s->sum; /* the requests' statistics as sim_requests_summary left them at the run's end */
-    out->capacity_bytes = s->capacity;
-    out->weight_bytes = s->weight_bytes;
-    out->kv_pool_bytes = s->kv_pool_bytes;
-    out->act_reserved_bytes = s->act_reserved;
+    out->capacity_bytes = s->mem.capacity;
+    out->weight_bytes = s->mem.weight_bytes;
+    out->kv_pool_bytes = s->mem.kv_pool_bytes;
+    out->act_reserved_bytes = s->mem.act_reserved;
     out->prompt_evicted = s->prompts ? prompt_cache_evicted(s->prompts) : 0;
     out->redundancy = s->sum.step_decoded > 0 ? (double)s->sum.rows_processed / (double)s->sum.step_decoded : 0;
     double span = (double)out->makespan_ns * 1e-9;

@@ -265,7 +265,7 @@ static int prompts_setup(struct sim *s, bool fed, struct ts_err *err)
     if (blocks == 0)
         return ts_fail(err, "--prompt-cache %lld: less than one prompt block of %d tokens",
                        (long long)s->cfg.prompt_cache, TRACE_HASH_BLOCK);
-    s->prompts = prompt_cache_new(TS_MIN(blocks, s->kv_pages_total / sim_kv_pages(s, TRACE_HASH_BLOCK) + 1));
+    s->prompts = prompt_cache_new(TS_MIN(blocks, s->mem.kv_pages_total / sim_kv_pages(s, TRACE_HASH_BLOCK) + 1));
     return 0;
 }
 
@@ -277,7 +277,7 @@ static int64_t decode_state_tokens(const struct sim *s, const struct sim_config 
     const int64_t canvas = s->impl.self_cond == SELF_COND_VOCAB    ? s->model.vocab /* (whole on every GPU: vLLM */
                            : s->impl.self_cond == SELF_COND_HIDDEN ? s->model.hidden /* keeps it so) */
                                                                    : 0;
-    const int64_t tb = s->kv_token_bytes;
+    const int64_t tb = s->mem.kv_token_bytes;
     return ((int64_t)cfg->block * credit * 4 + tb - 1) / tb + ((int64_t)cfg->block * canvas * 4 + tb - 1) / tb;
 }
 
@@ -404,21 +404,21 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     int64_t reserve = cfg->reserve_gib >= 0 ? (int64_t)(cfg->reserve_gib * TS_GIB) : s->impl.reserve_bytes;
     if (cfg->lazy_chunking) /* the chunk search keeps its margin of the card free as well */
         reserve += chunk_search_margin(&s->model, cfg->search_margin_mib);
-    s->capacity = s->gpu.mem_bytes - reserve;
-    s->weight_bytes = model_weight_bytes(&s->model) / cfg->tp; /* a GPU's share */
+    s->mem.capacity = s->gpu.mem_bytes - reserve;
+    s->mem.weight_bytes = model_weight_bytes(&s->model) / cfg->tp; /* a GPU's share */
     if (cfg->ep > 1) /* its share of the experts, the rest whole */
-        s->weight_bytes -= model_expert_weight_bytes(&s->model) / cfg->ep * (cfg->ep - 1);
-    if (s->weight_bytes >= s->capacity) {
+        s->mem.weight_bytes -= model_expert_weight_bytes(&s->model) / cfg->ep * (cfg->ep - 1);
+    if (s->mem.weight_bytes >= s->mem.capacity) {
         ts_fail(err, "model %s: weights take %.2f GiB, more than the %.2f GiB %s leaves after a "
-                     "%.2f GiB reserve", s->model.name, s->weight_bytes / TS_GIB, s->capacity / TS_GIB,
+                     "%.2f GiB reserve", s->model.name, s->mem.weight_bytes / TS_GIB, s->mem.capacity / TS_GIB,
                 s->gpu.name, reserve / TS_GIB);
         goto fail;
     }
-    s->kv_token_bytes = model_kv_bytes_per_token(&s->model) / cfg->tp; /* its K/V heads' */
+    s->mem.kv_token_bytes = model_kv_bytes_per_token(&s->model) / cfg->tp; /* its K/V heads' */
     if (s->pol->token_bytes) /* what else the policy caches of each token, a GPU's share */
-        s->kv_token_bytes += s->pol->token_bytes(&s->model) / cfg->tp;
+        s->mem.kv_token_bytes += s->pol->token_bytes(&s->model) / cfg->tp;
     if (s->sd.cache_outputs) /* dLLM-Cache's feature cache: each token's attention and FFN outputs too */
-        s->kv_token_bytes += model_feat_bytes_per_token(&s->model);
+        s->mem.kv_token_bytes += model_feat_bytes_per_token(&s->model);
     s->sd.decode_credit = s->dm.kind == DECODE_CREDIT;
     if (cfg->iter_smooth && s->dm.kind == DECODE_FIXED) {
         ts_fail(err, "--iter-smooth: dInfer's IterSmooth smooths a confidence-threshold decoder's input; "
@@ -427,7 +427,7 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     }
     s->sd.iter_smooth = cfg->iter_smooth;
     s->decode_state_tokens = decode_state_tokens(s, cfg);
-    s->kv_page_tokens = cfg->kv_page;
+    s->mem.kv_page_tokens = cfg->kv_page;
 
     /* the static scheduler sizes its batch by the workload's longest request: a replica reads its
      * configuration's workload, which is its fleet's, before it is fed */
@@ -470,8 +470,8 @@ void sim_destroy(struct sim *s)
         free(s->handoffs[i].req);
     }
     free(s->handoffs);
-    free(s->waiting.v);
-    free(s->running);
+    free(s->q.waiting.v);
+    free(s->q.running);
     step_desc_free(&s->sd);
     step_desc_free(&s->draft_sd);
     evq_free(&s->evq);
@@ -497,7 +497,7 @@ void sim_ext_params(const struct sim *s, struct eng_ext_params *out) { policy_ex
 
 int32_t sim_request_prompt(const struct sim *s, int32_t req_id)
 {
-    return req_id >= 0 && req_id < s->num_arrived && s->chunks[req_id / SIM_REQ_CHUNK] ? sim_req(s, req_id)->P : -1;
+    return req_id >= 0 && req_id < s->q.num_arrived && s->q.chunks[req_id / SIM_REQ_CHUNK] ? sim_request(s, req_id)->P : -1;
 }
 
 void sim_set_executor(struct sim *s, const struct sim_executor *ex)

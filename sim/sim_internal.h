@@ -1,7 +1,8 @@
 /*
- * sim_internal.h: the simulator's state as schedulers see it. Only the event loop's files (sim.c,
- * sim_create.c, sim_requests.c, sim_sampler.c), the pricing chain (pricing.c), the schedulers and the tests include it (check_layers); the database
- * writer reads a run through sim_record.h.
+ * sim_internal.h: the simulator's state. Only the event loop's files (sim.c, sim_create.c,
+ * sim_requests.c, sim_sampler.c, sched_view.c), the pricing chain (pricing.c) and the tests include it
+ * (check_layers); a scheduler sees the simulator through sched_view.h, and the database writer reads a
+ * run through sim_record.h.
  */
 #ifndef TESSERA_SIM_INTERNAL_H
 #define TESSERA_SIM_INTERNAL_H
@@ -25,6 +26,7 @@
 #include "request.h"
 #include "rounds.h"
 #include "sched.h"
+#include "sched_view.h"
 #include "sim.h"
 #include "step_desc.h"
 #include "sim_record.h"
@@ -54,22 +56,12 @@ struct sim_pricing {
 };
 
 /* Requests a chunk holds; a run's distinct reject reasons, at most (a request's row: sim_record.h). */
-#define SIM_REQ_CHUNK 4096
 #define SIM_MAX_REASONS 16
 
-/* A FIFO of request ids that also allows pushing at the front (preempted requests go first). */
-struct id_deque {
-    int32_t *v;
-    size_t cap, head, n;
-};
-
-void deque_push_back(struct id_deque *d, int32_t id);
-void deque_push_front(struct id_deque *d, int32_t id);
-int32_t deque_front(const struct id_deque *d);
-int32_t deque_pop_front(struct id_deque *d);
 
 
 struct sim {
+    struct sim_queues q; /* first: a scheduler reads it through sched_view.h's inline accessors */
     struct sim_config cfg;
     struct model_cfg model;
     struct gpu_spec gpu;
@@ -103,14 +95,14 @@ struct sim {
     char code_version[64];
 
     /* the requests (sim_requests.c): from the workload's stream, each when the one before it
-     * arrives, in chunks of SIM_REQ_CHUNK by id (sim_req), a chunk freed once all of its requests
+     * arrives, in chunks of SIM_REQ_CHUNK by id (sim_request), a chunk freed once all of its requests
      * are recorded (sim_record) unless keep_requests (for tests that read them after the run) */
     struct trace trace;          /* a trace file's requests, streamed in order (generated ones are not held) */
     struct trace length_src;     /* --lengths file:PATH: the rows generated lengths are drawn from */
     struct trace_stream stream;
     int64_t num_reqs;            /* the workload's requests */
-    int64_t num_arrived;         /* those taken from the stream so far (ids 0 .. num_arrived - 1) */
-    struct request **chunks;     /* [ceil(num_reqs / SIM_REQ_CHUNK)]: NULL before and after */
+    /* q.num_arrived: those taken from the stream so far (ids 0 .. num_arrived - 1); q.chunks:
+     * [ceil(num_reqs / SIM_REQ_CHUNK)], NULL before and after */
     int32_t *chunk_left;         /* each chunk's requests not yet recorded */
     int64_t num_chunks;
     size_t cap_chunks;           /* (a fed instance's, whose chunks grow) */
@@ -140,18 +132,8 @@ struct sim {
     struct sim_handoff *handoffs;
     size_t num_handoffs, cap_handoffs;
 
-    struct id_deque waiting;
-    int32_t *running; /* ids in admission order */
-    size_t num_running, cap_running;
-
-    /* memory (bytes) */
-    int64_t capacity;     /* device memory minus the framework reserve */
-    int64_t weight_bytes;
+    struct sim_mem mem;   /* memory: the scheduler's book (sched_view.h) */
     int32_t act_layout;   /* enum og_layout (cfg.act_layout) */
-    int64_t act_reserved; /* fixed activation reservation (phase), or the sum of per-request ones */
-    int64_t kv_pool_bytes;
-    int64_t kv_token_bytes;
-    int64_t kv_page_tokens, kv_pages_total, kv_pages_used;
     struct prompt_cache *prompts; /* --prompt-cache: prompt blocks kept across requests, or NULL */
 
     /* the step being built / executed */
@@ -185,48 +167,13 @@ struct sim {
     struct round_step round;
 };
 
-/* --- services for schedulers ------------------------------------------------------------- */
+/* --- the event loop's own services (a scheduler's: sched_view.h) ------------------------- */
 
-/* Request `id`, which has arrived and not been freed with its chunk. */
-static inline struct request *sim_req(const struct sim *s, int64_t id)
-{
-    TS_ASSERTF(id >= 0 && id < s->num_arrived && s->chunks[id / SIM_REQ_CHUNK],
-               "request %lld: not arrived or already recorded and freed", (long long)id);
-    return &s->chunks[id / SIM_REQ_CHUNK][id % SIM_REQ_CHUNK];
-}
-
-/* KV pool: grows r's allocation to hold `tokens`; false when the pool lacks pages. */
-bool sim_kv_reserve(struct sim *s, struct request *r, int64_t tokens);
-void sim_kv_release(struct sim *s, struct request *r);
-int64_t sim_kv_pages(const struct sim *s, int64_t tokens);
-/* Why request r, longer than the model's positions (r->L > max_pos), is refused: its generation alone
- * too long (no clipping of its prompt admits it) or prompt and generation together. */
-const char *sim_positions_refused(const struct sim *s, const struct request *r);
-/* r's largest step as admission reserves it: its policy's peak rows and the logit rows its steps have at
- * most (policy_peak_logit_rows), Spiffy's draft blocks beside them where the decoder is Spiffy. */
-void sim_peak_shape(const struct sim *s, const struct request *r, int32_t *q, int32_t *logit_rows);
-/* The KV pool tokens request r needs now (peak: the most it ever does): its policy's, and what its
- * decode model keeps beside them (credit decoding's matrix), in tokens of the pool. */
-int64_t sim_kv_need(const struct sim *s, const struct request *r, bool peak);
-
-/* Moves a waiting request into the running set (records its first admission). */
-void sim_admit(struct sim *s, struct request *r);
-/* Preempts a running request: frees its KV (recompute) or swaps it out, and puts it at the front
- * of the waiting queue. */
-void sim_preempt(struct sim *s, struct request *r);
-/* Emits r's next segment (shape + tokens it decodes) and appends it to the step. */
-void sim_emit(struct sim *s, struct request *r, struct segment *seg);
-void sim_add_segment(struct sim *s, const struct segment *seg);
-/* Activation memory to reserve for a forward of q tokens and its logit rows: the run's planner's
- * plan of that forward's op graph (its arena; the caching allocator's reserved bytes for caching,
- * those +5% for profiled), planned once per shape (act_cache.h). */
-int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows);
+_Static_assert(offsetof(struct sim, q) == 0, "sched_view.h reads struct sim_queues at the start of struct sim");
 /* The GPUs one step runs on: --tp's or --ep's degree. */
 static inline int sim_gpus(const struct sim *s) { return s->cfg.tp > s->cfg.ep ? s->cfg.tp : s->cfg.ep; }
 /* Step rows stream to the output every SIM_STEP_BATCH steps, so a run's memory stays bounded. */
 #define SIM_STEP_BATCH 4096
-/* Marks a request finished now (the static scheduler finishes a batch at once) and records it. */
-void sim_finish(struct sim *s, struct request *r);
 
 /* sim_requests.c: the workload's stream opened (a first pass counts it, finds its longest request
  * and refuses an arrival past the clock) and its first request taken; the next request taken from

@@ -106,7 +106,7 @@ int sim_requests_open(struct sim *s, struct ts_err *err)
         return ts_fail(err, "%lld requests: more than the %d a run can hold (--requests)", (long long)n, INT32_MAX);
     s->num_reqs = n;
     s->num_chunks = (n + SIM_REQ_CHUNK - 1) / SIM_REQ_CHUNK;
-    s->chunks = xcalloc((size_t)TS_MAX(s->num_chunks, 1), sizeof *s->chunks);
+    s->q.chunks = xcalloc((size_t)TS_MAX(s->num_chunks, 1), sizeof *s->q.chunks);
     s->chunk_left = xcalloc((size_t)TS_MAX(s->num_chunks, 1), sizeof *s->chunk_left);
     for (int64_t k = 0; k < s->num_chunks; k++)
         s->chunk_left[k] = (int32_t)TS_MIN(SIM_REQ_CHUNK, n - k * SIM_REQ_CHUNK);
@@ -134,25 +134,25 @@ int sim_requests_open_fed(struct sim *s, bool scan, struct ts_err *err)
  * the last is full. */
 static struct request *fed_slot(struct sim *s)
 {
-    const int64_t id = s->num_arrived++, k = id / SIM_REQ_CHUNK;
+    const int64_t id = s->q.num_arrived++, k = id / SIM_REQ_CHUNK;
     TS_ASSERTF(id < INT32_MAX, "more than %d requests fed to one replica", INT32_MAX);
     if (k >= s->num_chunks) { /* a new chunk: SIM_REQ_CHUNK requests until the feed ends */
-        void **const both[] = {(void **)&s->chunks, (void **)&s->chunk_left};
-        ts_grow_group(both, 2, &s->cap_chunks, (size_t)k + 1, sizeof *s->chunks); /* (the larger element) */
-        s->chunks[k] = xmalloc(sizeof *s->chunks[k] * SIM_REQ_CHUNK);
+        void **const both[] = {(void **)&s->q.chunks, (void **)&s->chunk_left};
+        ts_grow_group(both, 2, &s->cap_chunks, (size_t)k + 1, sizeof *s->q.chunks); /* (the larger element) */
+        s->q.chunks[k] = xmalloc(sizeof *s->q.chunks[k] * SIM_REQ_CHUNK);
         s->chunk_left[k] = SIM_REQ_CHUNK;
         s->num_chunks = k + 1;
     }
-    s->num_reqs = s->num_arrived;
+    s->num_reqs = s->q.num_arrived;
     s->sum.num_requests = s->num_reqs;
-    return &s->chunks[k][id % SIM_REQ_CHUNK];
+    return &s->q.chunks[k][id % SIM_REQ_CHUNK];
 }
 
 void sim_feed(struct sim *s, const struct trace_req *tr, int64_t index, int64_t at_ns)
 {
     TS_ASSERT(s->fed && at_ns >= s->now_ns && at_ns >= tr->arrival_ns);
     struct request *r = fed_slot(s);
-    req_init(s, r, s->num_arrived - 1, index, tr);
+    req_init(s, r, s->q.num_arrived - 1, index, tr);
     evq_push(&s->evq, at_ns, EV_ARRIVAL, r->id);
 }
 
@@ -163,7 +163,7 @@ int32_t sim_feed_moved(struct sim *s, struct sim_handoff *h, int64_t at_ns)
     *r = *h->req; /* its shape, progress, policy state, record and decode stream as it left */
     free(h->req);
     h->req = NULL;
-    r->id = (int32_t)(s->num_arrived - 1);
+    r->id = (int32_t)(s->q.num_arrived - 1);
     r->state = REQ_PENDING;
     r->kv_tokens_held = r->act_reserved = r->act_need = 0; /* (this replica's scheduler sizes them) */
     r->sched_data = NULL;
@@ -192,11 +192,11 @@ void sim_requests_pull(struct sim *s)
     TS_ASSERTF(rc >= 0, "the workload's stream failed where its first pass did not: %s", err.msg);
     if (rc == 0)
         return;
-    const int64_t id = s->num_arrived++, k = id / SIM_REQ_CHUNK;
+    const int64_t id = s->q.num_arrived++, k = id / SIM_REQ_CHUNK;
     TS_ASSERT(k < s->num_chunks);
-    if (!s->chunks[k])
-        s->chunks[k] = xmalloc(sizeof *s->chunks[k] * (size_t)s->chunk_left[k]);
-    req_init(s, &s->chunks[k][id % SIM_REQ_CHUNK], id, id, &tr);
+    if (!s->q.chunks[k])
+        s->q.chunks[k] = xmalloc(sizeof *s->q.chunks[k] * (size_t)s->chunk_left[k]);
+    req_init(s, &s->q.chunks[k][id % SIM_REQ_CHUNK], id, id, &tr);
     evq_push(&s->evq, tr.arrival_ns, EV_ARRIVAL, (int32_t)id);
     if (id == s->num_reqs / 3) /* the arrivals the outstanding requests are counted at (sim_record) */
         s->at_arrival_ns[0] = tr.arrival_ns;
@@ -269,10 +269,10 @@ void sim_let_go(struct sim *s, struct request *r)
     if (--s->chunk_left[k] > 0 || s->keep_requests)
         return;
     for (int32_t i = 0; i < TS_MIN(SIM_REQ_CHUNK, s->num_reqs - k * SIM_REQ_CHUNK); i++)
-        if (s->chunks[k][i].rng)
-            gsl_rng_free(s->chunks[k][i].rng);
-    free(s->chunks[k]);
-    s->chunks[k] = NULL;
+        if (s->q.chunks[k][i].rng)
+            gsl_rng_free(s->q.chunks[k][i].rng);
+    free(s->q.chunks[k]);
+    s->q.chunks[k] = NULL;
 }
 
 void sim_keep_requests(struct sim *s) { s->keep_requests = true; }
@@ -287,10 +287,10 @@ void sim_set_watch(struct sim *s, const struct sim_watch *w)
 static int64_t outstanding_before(const struct sim *s, int64_t cut_ns, int64_t enough)
 {
     int64_t n = 0;
-    for (size_t i = 0; i < s->waiting.n && n < enough; i++)
-        n += sim_req(s, s->waiting.v[(s->waiting.head + i) % s->waiting.cap])->arrival_ns < cut_ns;
-    for (size_t i = 0; i < s->num_running && n < enough; i++)
-        n += sim_req(s, s->running[i])->arrival_ns < cut_ns;
+    for (size_t i = 0; i < s->q.waiting.n && n < enough; i++)
+        n += sim_request(s, s->q.waiting.v[(s->q.waiting.head + i) % s->q.waiting.cap])->arrival_ns < cut_ns;
+    for (size_t i = 0; i < s->q.num_running && n < enough; i++)
+        n += sim_request(s, s->q.running[i])->arrival_ns < cut_ns;
     return n;
 }
 
@@ -446,20 +446,20 @@ bool sim_overload_rule(const int64_t outstanding[2], double offered_rps, double 
 void sim_requests_free(struct sim *s)
 {
     for (int64_t k = 0; k < s->num_chunks; k++) {
-        if (!s->chunks[k])
+        if (!s->q.chunks[k])
             continue;
-        const int64_t arrived = TS_MIN(SIM_REQ_CHUNK, s->num_arrived - k * SIM_REQ_CHUNK);
+        const int64_t arrived = TS_MIN(SIM_REQ_CHUNK, s->q.num_arrived - k * SIM_REQ_CHUNK);
         for (int64_t i = 0; i < arrived; i++) {
-            struct request *r = &s->chunks[k][i];
+            struct request *r = &s->q.chunks[k][i];
             if (r->state != REQ_FINISHED && r->state != REQ_REJECTED && r->state != REQ_MOVED && s->sched &&
                 s->sched->forget)
                 s->sched->forget(s, r);
             if (r->rng)
                 gsl_rng_free(r->rng);
         }
-        free(s->chunks[k]);
+        free(s->q.chunks[k]);
     }
-    free(s->chunks);
+    free(s->q.chunks);
     free(s->chunk_left);
     if (s->lat_spill)
         fclose(s->lat_spill);

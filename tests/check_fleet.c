@@ -177,7 +177,7 @@ START_TEST(round_robin_percentiles_exact)
         sim_keep_requests(s);
         ck_assert_int_eq(sim_run(s, &err), 0);
         for (int64_t i = 0; i < s->num_reqs; i++) {
-            const struct request *q = sim_req(s, i);
+            const struct request *q = sim_request(s, i);
             ck_assert_int_eq(q->state, REQ_FINISHED);
             lat[n++] = (double)(q->finish_ns - q->arrival_ns) * 1e-9;
             tokens += q->decoded_total;

@@ -83,7 +83,7 @@ room_rule eng_internal.h ':(glob)engine/*.[ch]' ':(glob)engine/harness/*' ':(glo
 room_rule eng_ext.h ':(glob)engine/*.[ch]' ':(glob)engine/harness/*' ':(glob)engine/bench/*' ':(glob)tests/**' \
     ':(glob)sim/**'
 # a room's internal header is its own files' alone
-room_rule sim_internal.h ':(glob)sim/db/*' ':(glob)sim/fleet/*' ':(glob)sim/cost/*' ':(glob)sim/policies/*' \
+room_rule sim_internal.h ':(glob)sim/db/*' ':(glob)sim/fleet/*' ':(glob)sim/cost/*' ':(glob)sim/policies/*' ':(glob)sim/sched/*' \
     ':(glob)sim/cli/*' ':(glob)sim/core/*' ':(glob)engine/**' ':(glob)traces/*'
 room_rule calib_internal.h ':(glob)sim/**' ':(glob)engine/**' ':(glob)tests/**' ':!sim/cost/calib_*'
 room_rule cli_calib.h ':(glob)sim/**' ':(glob)engine/**' ':(glob)tests/**' ':!sim/cli/cli_calib*'

@@ -194,17 +194,17 @@ START_TEST(cache_gives_pages_to_requests)
     ck_assert_int_eq(prompt_cache_size(s->prompts), 100);
     const int64_t ppb = sim_kv_pages(s, BLK);
     struct request r = {0};
-    ck_assert(sim_kv_reserve(s, &r, (s->kv_pages_total - 10 * ppb) * s->kv_page_tokens));
+    ck_assert(sim_kv_reserve(s, &r, (s->mem.kv_pages_total - 10 * ppb) * s->mem.kv_page_tokens));
     ck_assert_int_eq(prompt_cache_size(s->prompts), 10);
     ck_assert_int_eq(prompt_cache_match(s->prompts, ids, 100), 10); /* the prompt's first blocks stay */
     /* activations reserved (from the pool, as the request scheduler reserves them) take room too: 4
      * blocks' worth, then a page more of K/V, leave 5 */
-    s->act_reserved += 4 * ppb * s->kv_page_tokens * s->kv_token_bytes;
+    s->mem.act_reserved += 4 * ppb * s->mem.kv_page_tokens * s->mem.kv_token_bytes;
     struct request r2 = {0};
     ck_assert(sim_kv_reserve(s, &r2, 1));
     ck_assert_int_eq(prompt_cache_size(s->prompts), 5);
-    s->kv_pages_used -= sim_kv_pages(s, r2.kv_tokens_held);
-    s->kv_pages_used -= sim_kv_pages(s, r.kv_tokens_held);
+    s->mem.kv_pages_used -= sim_kv_pages(s, r2.kv_tokens_held);
+    s->mem.kv_pages_used -= sim_kv_pages(s, r.kv_tokens_held);
     sim_destroy(s);
 }
 END_TEST

@@ -31,13 +31,13 @@ static void check_run(struct sim *s)
     int64_t *seen = xcalloc((size_t)s->num_reqs, sizeof *seen);
     for (size_t i = 0; i < s->num_steps; i++) {
         const struct step_rec *p = &s->steps[i];
-        ck_assert_int_le(s->weight_bytes + p->kv_in_use_bytes + p->act_peak_bytes, s->capacity);
+        ck_assert_int_le(s->mem.weight_bytes + p->kv_in_use_bytes + p->act_peak_bytes, s->mem.capacity);
         if (phase) {
             /* (SGLang's prefill rounds of a separate-context model: within max-prefill-tokens) */
             const bool extend = s->sched == &sched_sglang && sim_sched_param(s, "separate-context", 0) != 0 &&
                                 p->tot.by_phase[PHASE_PREFILL] > 0;
             ck_assert_int_le(p->tot.q_tokens, extend ? sim_sched_param(s, "max-prefill-tokens", 0) : cap);
-            ck_assert_int_le(p->act_peak_bytes, s->act_reserved);
+            ck_assert_int_le(p->act_peak_bytes, s->mem.act_reserved);
         }
         ck_assert_int_gt(p->tot.num_segs, 0);
         size_t end = i + 1 < s->num_steps ? (size_t)s->steps[i + 1].first_seg : s->num_segs;
@@ -57,7 +57,7 @@ static void check_run(struct sim *s)
     /* per request */
     int64_t finished = 0, rejected = 0, last_admit = -1, steps = 0;
     for (int64_t i = 0; i < s->num_reqs; i++) {
-        const struct request *r = sim_req(s, i);
+        const struct request *r = sim_request(s, i);
         ck_assert(r->state == REQ_FINISHED || r->state == REQ_REJECTED);
         if (r->state == REQ_REJECTED) {
             rejected++;
@@ -81,7 +81,7 @@ static void check_run(struct sim *s)
         last_admit = r->admitted_ns;
     }
     ck_assert_int_eq(finished + rejected, s->num_reqs);
-    ck_assert_int_eq(s->kv_pages_used, 0);
+    ck_assert_int_eq(s->mem.kv_pages_used, 0);
     struct sim_summary m;
     sim_get_summary(s, &m);
     ck_assert_int_eq(m.num_finished, finished);
@@ -228,15 +228,15 @@ START_TEST(swap_moves_the_cache_out_and_the_same_back)
     struct sim *s = sim_create(&c, &err);
     ck_assert_msg(s != NULL, "%s", err.msg);
     sim_keep_requests(s);
-    struct request *r = sim_req(s, 0);
+    struct request *r = sim_request(s, 0);
     r->state = REQ_WAITING;
     ck_assert(sim_kv_reserve(s, r, 1000));
     sim_admit(s, r);
-    const int64_t used = s->kv_pages_used, out_ns = llround(1000.0 * s->kv_token_bytes / s->gpu.host_bw * 1e9);
+    const int64_t used = s->mem.kv_pages_used, out_ns = llround(1000.0 * s->mem.kv_token_bytes / s->gpu.host_bw * 1e9);
     s->step_extra_ns = 0;
     sim_preempt(s, r);
     ck_assert_int_eq(s->step_extra_ns, out_ns);
-    ck_assert(r->swapped && r->kv_tokens_held == 0 && s->kv_pages_used < used);
+    ck_assert(r->swapped && r->kv_tokens_held == 0 && s->mem.kv_pages_used < used);
     s->step_extra_ns = 0;
     ck_assert(sim_kv_reserve(s, r, 3000)); /* a scheduler reserving for its peak */
     sim_admit(s, r);
@@ -262,7 +262,7 @@ START_TEST(impossible_requests_are_rejected_with_reason)
     struct sim_summary m;
     sim_get_summary(s, &m);
     ck_assert_int_eq(m.num_rejected, 5);
-    ck_assert_ptr_nonnull(strstr(sim_req(s, 0)->reject_reason, "maximum positions"));
+    ck_assert_ptr_nonnull(strstr(sim_request(s, 0)->reject_reason, "maximum positions"));
     sim_destroy(s);
     /* Refresh larger than the token cap */
     snprintf(c.lengths, sizeof c.lengths, "fixed:3000,256");
@@ -270,7 +270,7 @@ START_TEST(impossible_requests_are_rejected_with_reason)
     s = sim_create(&c, &err);
     sim_keep_requests(s);
     ck_assert_int_eq(sim_run(s, NULL), 0);
-    ck_assert_ptr_nonnull(strstr(sim_req(s, 0)->reject_reason, "max_num_batched_tokens"));
+    ck_assert_ptr_nonnull(strstr(sim_request(s, 0)->reject_reason, "max_num_batched_tokens"));
     sim_destroy(s);
 }
 END_TEST
@@ -298,9 +298,9 @@ START_TEST(phase_budget_bounds_by_hand)
         ck_assert_int_eq(sim_run(s, NULL), 0);
         if (k == 0) {
             ck_assert_int_eq(s->steps[0].tot.q_tokens, 2 * L);
-            ck_assert(sim_req(s, 0)->admitted_ns == 0 && sim_req(s, 1)->admitted_ns == 0);
+            ck_assert(sim_request(s, 0)->admitted_ns == 0 && sim_request(s, 1)->admitted_ns == 0);
         } else {
-            ck_assert_int_eq(sim_req(s, 0)->state, k == 1 ? REQ_FINISHED : REQ_REJECTED);
+            ck_assert_int_eq(sim_request(s, 0)->state, k == 1 ? REQ_FINISHED : REQ_REJECTED);
         }
         check_run(s);
         sim_destroy(s);
@@ -535,7 +535,7 @@ START_TEST(static_batches_finish_together)
     int64_t groups = 0;
     for (int64_t i = 0; i < s->num_reqs;) {
         int64_t j = i;
-        while (j < s->num_reqs && sim_req(s, j)->finish_ns == sim_req(s, i)->finish_ns)
+        while (j < s->num_reqs && sim_request(s, j)->finish_ns == sim_request(s, i)->finish_ns)
             j++;
         ck_assert_int_le(j - i, 8);
         groups++;
@@ -561,7 +561,7 @@ END_TEST
 static int64_t finish_step(const struct sim *s, int64_t id)
 {
     for (size_t i = 0; i < s->num_steps; i++)
-        if (s->steps[i].start_ns + s->steps[i].duration_ns == sim_req(s, id)->finish_ns)
+        if (s->steps[i].start_ns + s->steps[i].duration_ns == sim_request(s, id)->finish_ns)
             return (int64_t)i + 1;
     return -1;
 }
@@ -611,7 +611,7 @@ START_TEST(sglang_rounds_by_hand)
             ck_assert_msg(finish_step(s, i) == want[k].finish[i], "fdfo %d (%d a round): request %lld finished in step %lld, "
                           "not %lld", want[k].fdfo, want[k].steps_per_round, (long long)i, (long long)finish_step(s, i),
                           (long long)want[k].finish[i]);
-            ck_assert_int_eq(sim_req(s, i)->decoded_total, sim_req(s, i)->G);
+            ck_assert_int_eq(sim_request(s, i)->decoded_total, sim_request(s, i)->G);
         }
         /* every step's rows are whole blocks, each with its logits */
         for (size_t j = 0; j < s->num_segs; j++)
@@ -643,7 +643,7 @@ START_TEST(sglang_rounds_by_hand)
     for (int j = 0; j < 13; j++)
         ck_assert_msg(s->segs[j].kv == kv_e[j] && s->segs[j].decoded == dec_e[j] && s->segs[j].q == 32,
                       "post-edit, step %d: %d keys, %d decoded", j + 1, s->segs[j].kv, s->segs[j].decoded);
-    ck_assert_int_eq(sim_req(s, 0)->decoded_total, 32);
+    ck_assert_int_eq(sim_request(s, 0)->decoded_total, 32);
     sim_destroy(s);
     test_param(&c, "post-edit", 0);
     /* the dllm-plugin's prefill (--serve-prefill-block 0, under continuous batching): a prompt of 70 is its
@@ -918,7 +918,7 @@ START_TEST(sglang_separate_context_by_hand)
      * three, B and C one) and A's two context passes, a prefill of what it generated */
     ck_assert_int_eq(s->sum.rows_processed, (3 + 1 + 1) * 4 * 32 + 2 * 32);
     for (int64_t i = 0; i < 3; i++)
-        ck_assert_int_eq(sim_req(s, i)->decoded_total, sim_req(s, i)->G);
+        ck_assert_int_eq(sim_request(s, i)->decoded_total, sim_request(s, i)->G);
     sim_destroy(s);
     /* a prefill round's budget */
     test_param(&c, "max-prefill-tokens", 100);
@@ -967,8 +967,8 @@ START_TEST(sglang_pool_keeps_the_graph_padding)
         test_param(&c, "cuda-graph", graph);
         struct sim *s = sim_create(&c, &err);
         ck_assert_msg(s != NULL, "%s", err.msg);
-        pages[graph] = s->kv_pages_total;
-        const int64_t block_pages = (32 + s->kv_page_tokens - 1) / s->kv_page_tokens;
+        pages[graph] = s->mem.kv_pages_total;
+        const int64_t block_pages = (32 + s->mem.kv_page_tokens - 1) / s->mem.kv_page_tokens;
         if (graph)
             ck_assert_int_eq(pages[0] - pages[1], 3 * block_pages);
         sim_destroy(s);
@@ -996,8 +996,8 @@ START_TEST(gpu_utilization_sizes_the_pool_as_dllm_serve)
         sim_keep_requests(s);
         const int64_t mem = s->gpu.mem_bytes, peak = warm[i] ? sim_act_peak(s, warm[i] * 4096, warm[i] * 128) : 0;
         ck_assert_int_eq(s->model.max_pos, 4096);
-        ck_assert_int_eq(s->kv_pool_bytes, (int64_t)(0.8 * (double)mem) - (mem - s->capacity) - s->weight_bytes - peak);
-        ck_assert_int_eq(s->act_reserved + s->kv_pool_bytes + s->weight_bytes, s->capacity);
+        ck_assert_int_eq(s->mem.kv_pool_bytes, (int64_t)(0.8 * (double)mem) - (mem - s->mem.capacity) - s->mem.weight_bytes - peak);
+        ck_assert_int_eq(s->mem.act_reserved + s->mem.kv_pool_bytes + s->mem.weight_bytes, s->mem.capacity);
         sim_destroy(s);
     }
     struct sim_config c;

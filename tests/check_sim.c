@@ -41,10 +41,10 @@ START_TEST(overload_said_where_outstanding_grows)
         struct sim *s = run(&c);
         struct sim_summary m;
         sim_get_summary(s, &m);
-        const int64_t n = m.num_requests, at[2] = {sim_req(s, n / 3)->arrival_ns, sim_req(s, n - 1)->arrival_ns};
+        const int64_t n = m.num_requests, at[2] = {sim_request(s, n / 3)->arrival_ns, sim_request(s, n - 1)->arrival_ns};
         int64_t out[2] = {0, 0};
         for (int64_t i = 0; i < n; i++) {
-            const struct request *r = sim_req(s, i);
+            const struct request *r = sim_request(s, i);
             const int64_t gone = r->state == REQ_FINISHED ? r->finish_ns : r->arrival_ns;
             for (int j = 0; j < 2; j++)
                 out[j] += r->arrival_ns <= at[j] && gone >= at[j] && i != (j ? n - 1 : n / 3);
@@ -85,7 +85,7 @@ START_TEST(expected_accuracy_along_a_sweep)
     }
     int64_t before = 0; /* the tokens committed by the switch */
     for (int64_t i = 0; i < 8; i++)
-        before += sim_req(s, i)->decoded_total;
+        before += sim_request(s, i)->decoded_total;
     ck_assert(before > 0);
     ck_assert_msg(sim_scale_decode(s, 0, 0.85, &tpf, &err) == 0, "%s", err.msg);
     ck_assert(fabs(tpf - 3.31) < 1e-12);
@@ -95,7 +95,7 @@ START_TEST(expected_accuracy_along_a_sweep)
     ck_assert_int_eq(m.num_finished, 8);
     int64_t all = 0;
     for (int64_t i = 0; i < 8; i++)
-        all += sim_req(s, i)->decoded_total;
+        all += sim_request(s, i)->decoded_total;
     ck_assert(all > before);
     const double want = (70.15 * (double)before + 67.90 * (double)(all - before)) / (double)all;
     ck_assert_msg(fabs(m.expected_accuracy - want) < 1e-9, "%.6f against %.6f", m.expected_accuracy, want);
@@ -368,7 +368,7 @@ START_TEST(summary_statistics_from_the_requests)
     double *lat = malloc(sizeof *lat * (size_t)s->num_reqs), sum = 0, ttfb = 0, queue = 0;
     int64_t n = 0;
     for (int64_t i = 0; i < s->num_reqs; i++) {
-        const struct request *r = sim_req(s, i);
+        const struct request *r = sim_request(s, i);
         if (r->state != REQ_FINISHED)
             continue;
         lat[n] = (double)(r->finish_ns - r->arrival_ns) * 1e-9;
@@ -419,7 +419,7 @@ START_TEST(summary_rates_and_columns_from_the_requests)
     sim_get_summary(s, &m);
     int64_t fin = 0, rej = 0, tokens = 0, content = 0, met = 0, last = 0, q = 0;
     for (int64_t i = 0; i < s->num_reqs; i++) {
-        const struct request *r = sim_req(s, i);
+        const struct request *r = sim_request(s, i);
         if (r->state == REQ_REJECTED) {
             rej++;
             continue;
@@ -445,8 +445,8 @@ START_TEST(summary_rates_and_columns_from_the_requests)
     const int64_t marks[2] = {N / 3, N - 1};
     for (int k = 0; k < 2; k++)
         for (int64_t i = 0; i < marks[k]; i++) {
-            const struct request *r = sim_req(s, i);
-            outstanding[k] += r->state != REQ_REJECTED && r->finish_ns >= sim_req(s, marks[k])->arrival_ns;
+            const struct request *r = sim_request(s, i);
+            outstanding[k] += r->state != REQ_REJECTED && r->finish_ns >= sim_request(s, marks[k])->arrival_ns;
         }
     ck_assert_msg(outstanding[0] == m.outstanding[0] && outstanding[1] == m.outstanding[1],
                   "outstanding %lld, %lld; counted %lld, %lld", (long long)m.outstanding[0],
@@ -483,10 +483,10 @@ START_TEST(summary_rates_and_columns_from_the_requests)
         {"mean_q_per_step", want[6]},
         {"mean_segs_per_step", want[7]},
         {"peak_mem_bytes", (double)m.peak_mem_bytes},
-        {"weight_bytes", (double)s->weight_bytes},
-        {"kv_pool_bytes", (double)s->kv_pool_bytes},
-        {"act_reserved_bytes", (double)s->act_reserved},
-        {"capacity_bytes", (double)s->capacity},
+        {"weight_bytes", (double)s->mem.weight_bytes},
+        {"kv_pool_bytes", (double)s->mem.kv_pool_bytes},
+        {"act_reserved_bytes", (double)s->mem.act_reserved},
+        {"capacity_bytes", (double)s->mem.capacity},
         {"static_batch", (double)m.static_batch},
         {"rows_processed", (double)m.rows_processed},
         {"missed_decodes", (double)m.missed_decodes},
@@ -505,7 +505,7 @@ START_TEST(summary_rates_and_columns_from_the_requests)
     };
     /* (the columns written side by side hold values apart) */
     ck_assert(m.rows_processed != m.missed_decodes && m.ttfb_mean_s != m.queue_mean_s && m.lat_p90_s != m.lat_p99_s &&
-              s->kv_pool_bytes != s->act_reserved && m.energy_j != m.busy_energy_j);
+              s->mem.kv_pool_bytes != s->mem.act_reserved && m.energy_j != m.busy_energy_j);
     sqlite3 *db;
     sqlite3_stmt *st;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
@@ -555,8 +555,8 @@ START_TEST(decode_streams_independent_of_batching)
     c.rps = 0.5;
     struct sim *d = run(&c);
     for (int64_t i = 0; i < a->num_reqs; i++) {
-        ck_assert_int_eq(sim_req(a, i)->steps, sim_req(b, i)->steps);
-        ck_assert_int_eq(sim_req(a, i)->steps, sim_req(d, i)->steps);
+        ck_assert_int_eq(sim_request(a, i)->steps, sim_request(b, i)->steps);
+        ck_assert_int_eq(sim_request(a, i)->steps, sim_request(d, i)->steps);
     }
     sim_destroy(a);
     sim_destroy(b);
@@ -595,7 +595,7 @@ START_TEST(requests_freed_as_recorded)
         ck_assert_msg(freed != NULL, "%s", err.msg);
         ck_assert_int_eq(sim_run(freed, NULL), 0);
         for (int64_t i = 0; i < freed->num_chunks; i++)
-            ck_assert_msg(freed->chunks[i] == NULL, "%s: chunk %lld left", scheds[k], (long long)i);
+            ck_assert_msg(freed->q.chunks[i] == NULL, "%s: chunk %lld left", scheds[k], (long long)i);
         struct sim_summary a, b;
         sim_get_summary(kept, &a);
         sim_get_summary(freed, &b);
@@ -606,8 +606,8 @@ START_TEST(requests_freed_as_recorded)
         double *lat = malloc(sizeof *lat * (size_t)kept->num_reqs);
         int64_t n = 0;
         for (int64_t i = 0; i < kept->num_reqs; i++)
-            if (sim_req(kept, i)->state == REQ_FINISHED)
-                lat[n++] = (double)(sim_req(kept, i)->finish_ns - sim_req(kept, i)->arrival_ns) * 1e-9;
+            if (sim_request(kept, i)->state == REQ_FINISHED)
+                lat[n++] = (double)(sim_request(kept, i)->finish_ns - sim_request(kept, i)->arrival_ns) * 1e-9;
         qsort(lat, (size_t)n, sizeof *lat, cmp_double);
         const double fs[] = {0.5, 0.9, 0.99}, got[] = {b.lat_p50_s, b.lat_p90_s, b.lat_p99_s};
         for (int q = 0; q < 3; q++)
@@ -643,7 +643,7 @@ START_TEST(requests_freed_as_recorded)
                                                 "ifnull(finish_ns, -1), P, G, C, steps, preemptions, state, "
                                                 "ifnull(reject_reason, '') FROM b.requests", -1, &st, NULL), SQLITE_OK);
         while (sqlite3_step(st) == SQLITE_ROW) {
-            const struct request *r = sim_req(kept, sqlite3_column_int64(st, 0));
+            const struct request *r = sim_request(kept, sqlite3_column_int64(st, 0));
             const int64_t want[] = {r->id, r->arrival_ns, r->admitted_ns, r->first_block_ns, r->finish_ns, r->P_orig,
                                     r->G_orig, r->C, r->steps, r->preemptions};
             for (int j = 0; j < 10; j++)
@@ -1181,9 +1181,9 @@ START_TEST(credit_decoding_holds_its_matrix)
         snprintf(c.lengths, sizeof c.lengths, "fixed:300,128");
         c.gen_len = 128;
         struct sim *s = run(&c);
-        const int64_t want = credit ? (32LL * s->model.vocab * 4 + s->kv_token_bytes - 1) / s->kv_token_bytes : 0;
+        const int64_t want = credit ? (32LL * s->model.vocab * 4 + s->mem.kv_token_bytes - 1) / s->mem.kv_token_bytes : 0;
         ck_assert_int_eq(s->decode_state_tokens, want);
-        ck_assert_int_eq(sim_kv_need(s, sim_req(s, 0), true), s->pol->kv_peak_tokens(sim_req(s, 0), &s->pcfg) + want);
+        ck_assert_int_eq(sim_kv_need(s, sim_request(s, 0), true), s->pol->kv_peak_tokens(sim_request(s, 0), &s->pcfg) + want);
         ck_assert(s->sd.decode_credit == (credit == 1));
         sim_get_summary(s, &m[credit]);
         ck_assert_int_eq(m[credit].num_finished, 60);
@@ -1251,20 +1251,20 @@ START_TEST(trace_files_drive_the_run)
                                    "{\"timestamp\": 1000, \"input_length\": 300, \"output_length\": 600}\n"));
     c.gen_len = 0; /* G from the trace, rounded up to blocks */
     struct sim *s = run(&c);
-    ck_assert_int_eq(sim_req(s, 0)->G, 32);
-    ck_assert_int_eq(sim_req(s, 0)->C, 20);
-    ck_assert_int_eq(sim_req(s, 1)->G, 608);
-    ck_assert_int_eq(sim_req(s, 1)->arrival_ns, 1000000000);
+    ck_assert_int_eq(sim_request(s, 0)->G, 32);
+    ck_assert_int_eq(sim_request(s, 0)->C, 20);
+    ck_assert_int_eq(sim_request(s, 1)->G, 608);
+    ck_assert_int_eq(sim_request(s, 1)->arrival_ns, 1000000000);
     sim_destroy(s);
     c.rps = 4; /* rescaled: 2 requests 0.25 s apart */
     s = run(&c);
-    ck_assert_int_eq(sim_req(s, 1)->arrival_ns, 250000000);
+    ck_assert_int_eq(sim_request(s, 1)->arrival_ns, 250000000);
     sim_destroy(s);
     /* --max-new-tokens 70 in whole blocks of 32: at most 64, the short request's 32 as it was */
     c.max_new_tokens = 70;
     s = run(&c);
-    ck_assert_int_eq(sim_req(s, 0)->G, 32);
-    ck_assert_int_eq(sim_req(s, 1)->G, 64);
+    ck_assert_int_eq(sim_request(s, 0)->G, 32);
+    ck_assert_int_eq(sim_request(s, 1)->G, 64);
     sim_destroy(s);
 }
 END_TEST
@@ -1295,8 +1295,8 @@ START_TEST(early_stop_and_early_commit_through_the_run)
     for (int commit = 0; commit < 2; commit++) {
         c.early_commit = commit ? 0.5 : 0;
         s = run(&c);
-        ck_assert_int_eq(sim_req(s, 0)->steps, commit ? 32 : 64);
-        ck_assert_int_eq(sim_req(s, 0)->decoded_total, 64);
+        ck_assert_int_eq(sim_request(s, 0)->steps, commit ? 32 : 64);
+        ck_assert_int_eq(sim_request(s, 0)->decoded_total, 64);
         sim_destroy(s);
     }
 }
@@ -1326,8 +1326,8 @@ START_TEST(load_reads_the_running_requests)
         struct sim_load ld;
         sim_load(s, &ld);
         int64_t refresh = 0, pages = 0;
-        for (size_t i = 0; i < s->num_running; i++) {
-            const struct request *r = sim_req(s, s->running[i]);
+        for (size_t i = 0; i < s->q.num_running; i++) {
+            const struct request *r = sim_request(s, s->q.running[i]);
             struct segment g = {0};
             s->pol->emit(r, &s->pcfg, &g);
             refresh += g.phase == PHASE_REFRESH;
@@ -1335,8 +1335,8 @@ START_TEST(load_reads_the_running_requests)
         }
         ck_assert_int_eq(ld.refreshing, refresh);
         ck_assert(ld.kv_used >= 0 && ld.kv_used <= 1);
-        ck_assert_double_eq_tol(ld.kv_used, (double)pages / (double)s->kv_pages_total, 1e-12);
-        seen += (int64_t)s->num_running, starting += refresh;
+        ck_assert_double_eq_tol(ld.kv_used, (double)pages / (double)s->mem.kv_pages_total, 1e-12);
+        seen += (int64_t)s->q.num_running, starting += refresh;
     }
     ck_assert(starting > 0 && starting < seen); /* (some running requests mid-block) */
     ck_assert_int_eq(sim_run(s, &err), 0);
@@ -1447,7 +1447,7 @@ START_TEST(lazy_chunking_keeps_the_search_margin)
         struct sim *s = sim_create(&c, &err);
         ck_assert_msg(s != NULL, "%s", err.msg);
         sim_keep_requests(s);
-        ck_assert_int_eq(s->capacity, (24LL << 30) - (1LL << 30) - cases[i].kept);
+        ck_assert_int_eq(s->mem.capacity, (24LL << 30) - (1LL << 30) - cases[i].kept);
         sim_destroy(s);
     }
 }
@@ -1573,7 +1573,7 @@ START_TEST(slo_attainment_counts_the_requests_within_it)
     sim_get_summary(s, &m);
     int64_t within = 0;
     for (int32_t i = 0; i < (int32_t)m.num_requests; i++) {
-        const struct request *r = sim_req(s, i);
+        const struct request *r = sim_request(s, i);
         within += r->state == REQ_FINISHED && r->finish_ns - r->arrival_ns <= 5000000000LL;
     }
     ck_assert(within > 0 && within < m.num_requests); /* (the load leaves some late) */
@@ -1601,7 +1601,7 @@ START_TEST(policy_token_bytes_size_the_pool)
         struct ts_err err;
         struct sim *s = sim_create(&c, &err);
         ck_assert_msg(s != NULL, "%s", err.msg);
-        bytes[k] = s->kv_token_bytes;
+        bytes[k] = s->mem.kv_token_bytes;
         sim_destroy(s);
     }
     const int64_t feat = model_feat_bytes_per_token(model_find("llada-8b"));
@@ -1628,7 +1628,7 @@ START_TEST(admission_reserves_the_logits_a_step_has)
     struct sim_summary m;
     sim_get_summary(s, &m);
     ck_assert_int_eq(m.num_finished, 2);
-    const struct request *r = sim_req(s, 0);
+    const struct request *r = sim_request(s, 0);
     ck_assert_int_eq(sim_kv_need(s, r, true) - s->decode_state_tokens,
                      model_kv_tokens_held(&s->model, 12000));
     ck_assert_int_lt(model_kv_tokens_held(&s->model, 12000), 12000 / 5);
@@ -1644,7 +1644,7 @@ START_TEST(admission_reserves_the_logits_a_step_has)
     c.gen_len = 64;
     s = run(&c);
     int32_t q, logits;
-    sim_peak_shape(s, sim_req(s, 0), &q, &logits);
+    sim_peak_shape(s, sim_request(s, 0), &q, &logits);
     ck_assert_int_eq(q, 64 + 96);
     ck_assert_int_eq(logits, 64 + 96);
     sim_destroy(s);

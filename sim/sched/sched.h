@@ -1,6 +1,7 @@
 /*
- * sched.h: schedulers, the room sim/sched/: this table and a file a scheduler. A scheduler sees the waiting queue, the running set, the
- * memory manager (sim_kv_*) and the cost model through struct sim, and owns three decisions:
+ * sched.h: schedulers, the room sim/sched/: this table and a file a scheduler. A scheduler sees the
+ * simulator through sched_view.h alone (the memory book it keeps, the waiting queue, the running set,
+ * the memory manager's sim_kv_* and the activation planner's sim_act_peak), and owns three decisions:
  *   init     size its memory budgets (activation reservation, KV pool) before the run
  *   reject   say why an arriving request can never run (NULL if it can)
  *   build    pack the next step: admit, preempt, choose segments (the step may stay empty)
@@ -9,7 +10,7 @@
  * memory in use never exceeds the capacity and every admitted request finishes.
  *
  * Adding a scheduler: one new file sched_NAME.c with a `const struct sched_ops` (its parameters
- * declared once as param_specs, read resolved as s->sched_p[i]; its state behind s->sched_state),
+ * declared once as param_specs, read resolved as sim_sched_p(s)[i]; its state behind sim_sched_state(s)),
  * one line in the table of sched.c.
  */
 #ifndef TESSERA_SCHED_H
@@ -26,7 +27,7 @@ struct request;
 struct sched_ops {
     const char *name;
     const char *help;
-    const struct param_spec *params; /* its parameters (NULL when none); resolved in s->sched_p */
+    const struct param_spec *params; /* its parameters (NULL when none); resolved in sim_sched_p(s) */
     int num_params;
     bool finish_with_batch; /* requests finish together when the scheduler says (static) */
     bool budgeted; /* one activation budget reserved for every step (act_reserved: phase, lookahead) */
@@ -47,7 +48,7 @@ void sched_list(char *buf, size_t len);
 int sched_resolve(const char *name, const struct sched_ops **out, struct ts_err *err);
 
 /* The phase scheduler's pieces the lookahead scheduler shares (sched_phase.c; its first parameter
- * is the token cap, s->sched_p[0], its second the KV pool's rule, s->sched_p[1], declared by
+ * is the token cap, sim_sched_p(s)[0], its second the KV pool's rule, sim_sched_p(s)[1], declared by
  * SCHED_GPU_UTIL_PARAM): the memory budgets under the cap, the rejections, and the
  * running set's step: each running request in admission order adds its segment while *budget (the
  * step's query tokens left) holds it, its KV reserved, preempting the latest admitted where the

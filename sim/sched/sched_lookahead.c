@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_internal.h"
+#include "sched_view.h"
 
 enum { MAX_TOKENS, GPU_UTIL }; /* the phase scheduler's parameters, in their places (sched_phase_init reads them) */
 static const struct param_spec lookahead_params[] = {
@@ -44,13 +44,13 @@ struct la_state {
     size_t cap;
 };
 
-static struct la_state *state(struct sim *s) { return s->sched_state; }
+static struct la_state *state(struct sim *s) { return *sim_sched_state(s); }
 
 static int lookahead_init(struct sim *s, struct ts_err *err)
 {
     if (sched_phase_init(s, err))
         return -1;
-    s->sched_state = xcalloc(1, sizeof(struct la_state));
+    *sim_sched_state(s) = xcalloc(1, sizeof(struct la_state));
     return 0;
 }
 
@@ -60,7 +60,7 @@ static void lookahead_free(struct sim *s)
     if (!st)
         return;
     free(st->rows), free(st->pages), free(st);
-    s->sched_state = NULL;
+    *sim_sched_state(s) = NULL;
 }
 
 /* r's projection (r->sched_data), made empty where r has none yet */
@@ -99,13 +99,13 @@ static void project(struct sim *s, const struct request *r, struct proj *p)
             p->decoded = xrealloc(p->decoded, p->cap * sizeof *p->decoded);
         }
         memset(&seg, 0, sizeof seg);
-        s->pol->emit(&c, &s->pcfg, &seg);
-        if (seg.phase != PHASE_PREFILL && !(s->pol->caps & POLICY_DECIDES) && req_masked_in_block(&c) > 0)
-            seg.decoded = decode_tokens_mean(&s->dm, &c, &carry);
+        sim_policy(s)->emit(&c, sim_policy_cfg(s), &seg);
+        if (seg.phase != PHASE_PREFILL && !(sim_policy(s)->caps & POLICY_DECIDES) && req_masked_in_block(&c) > 0)
+            seg.decoded = decode_tokens_mean(sim_decode_model(s), &c, &carry);
         held = TS_MAX(held, sim_kv_pages(s, sim_kv_need(s, &c, false))); /* a request's pages only grow */
         p->rows[p->n] = (int32_t)segment_rows(&seg);
         p->pages[p->n] = held;
-        finished = policy_advance(s->pol, &c, &s->pcfg, &seg);
+        finished = policy_advance(sim_policy(s), &c, sim_policy_cfg(s), &seg);
         p->decoded[p->n++] = c.decoded_total;
     }
 }
@@ -151,39 +151,39 @@ static void load_add(struct la_state *st, size_t *horizon, const struct proj *p,
 
 static void lookahead_build(struct sim *s)
 {
-    const int64_t cap = (int64_t)s->sched_p[MAX_TOKENS];
+    const int64_t cap = (int64_t)sim_sched_p(s)[MAX_TOKENS];
     int64_t budget = cap;
-    if (sched_phase_run(s, &budget) || s->waiting.n == 0)
+    if (sched_phase_run(s, &budget) || sim_waiting(s)->n == 0)
         return;
     /* the running set's steps from this one on (step 0: the segments just added) */
     struct la_state *st = state(s);
     size_t horizon = 0;
-    for (size_t i = 0; i < s->num_running; i++) {
+    for (size_t i = 0; i < sim_num_running(s); i++) {
         int32_t k;
-        const struct proj *p = projection(s, sim_req(s, s->running[i]), &k);
+        const struct proj *p = projection(s, sim_request(s, sim_running(s, i)), &k);
         load_add(st, &horizon, p, k);
     }
     struct segment seg;
-    while (s->waiting.n > 0) {
-        struct request *r = sim_req(s, deque_front(&s->waiting));
+    while (sim_waiting(s)->n > 0) {
+        struct request *r = sim_request(s, deque_front(sim_waiting(s)));
         struct proj *p = proj_of(r);
         project(s, r, p);
         bool fits = true;
         for (int32_t t = 0; t < p->n && fits; t++) {
             const bool in = (size_t)t < horizon;
             fits = (in ? st->rows[t] : 0) + p->rows[t] <= cap &&
-                   (in ? st->pages[t] : 0) + p->pages[t] <= s->kv_pages_total;
+                   (in ? st->pages[t] : 0) + p->pages[t] <= sim_mem(s)->kv_pages_total;
         }
         sim_emit(s, r, &seg);
         if (!fits || segment_rows(&seg) > budget || !sim_kv_reserve(s, r, sim_kv_need(s, r, false)))
             break; /* FCFS: no later request overtakes it */
-        deque_pop_front(&s->waiting);
+        deque_pop_front(sim_waiting(s));
         sim_admit(s, r);
         sim_add_segment(s, &seg);
         budget -= segment_rows(&seg);
         load_add(st, &horizon, p, 0);
     }
-    TS_ASSERT(s->sd.tot.rows <= cap);
+    TS_ASSERT(sim_step(s)->tot.rows <= cap);
 }
 
 const struct sched_ops sched_lookahead = {

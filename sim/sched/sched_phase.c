@@ -21,7 +21,7 @@
  */
 #include <stdio.h>
 
-#include "sim_internal.h"
+#include "sched_view.h"
 
 enum { MAX_TOKENS, GPU_UTIL }; /* lookahead's parameters begin with the same two */
 static const struct param_spec phase_params[] = {
@@ -34,49 +34,53 @@ enum { WARMUP_MAX_SEQS = 512, WARMUP_GEN = 128 }; /* dLLM-Serve's max_num_seqs, 
 
 int sched_phase_init(struct sim *s, struct ts_err *err)
 {
-    if (s->sched_p[MAX_TOKENS] == 0) /* dLLM-Serve's Table 3 settings */
-        s->sched_p[MAX_TOKENS] = s->gpu.mem_bytes <= 32 * (int64_t)TS_GIB ? 4000 : 16384;
-    int64_t cap = (int64_t)s->sched_p[MAX_TOKENS];
-    const double util = s->sched_p[GPU_UTIL];
+    double *p = sim_sched_p(s);
+    struct sim_mem *m = sim_mem(s);
+    const struct gpu_spec *g = sim_gpu(s);
+    const char *name = sim_sched(s)->name;
+    const int32_t max_pos = sim_model(s)->max_pos;
+    if (p[MAX_TOKENS] == 0) /* dLLM-Serve's Table 3 settings */
+        p[MAX_TOKENS] = g->mem_bytes <= 32 * (int64_t)TS_GIB ? 4000 : 16384;
+    int64_t cap = (int64_t)p[MAX_TOKENS];
+    const double util = p[GPU_UTIL];
+    const int64_t reserve = g->mem_bytes - m->capacity; /* the framework's */
     if (util > 0) {
-        const int64_t warm = TS_MIN(cap / s->model.max_pos, WARMUP_MAX_SEQS);
-        const int64_t peak = warm > 0 ? sim_act_peak(s, warm * s->model.max_pos, warm * WARMUP_GEN) : 0;
-        s->kv_pool_bytes = (int64_t)(util * (double)s->gpu.mem_bytes) - (s->gpu.mem_bytes - s->capacity) -
-                           s->weight_bytes - peak;
-        s->act_reserved = s->capacity - s->weight_bytes - s->kv_pool_bytes;
+        const int64_t warm = TS_MIN(cap / max_pos, WARMUP_MAX_SEQS);
+        const int64_t peak = warm > 0 ? sim_act_peak(s, warm * max_pos, warm * WARMUP_GEN) : 0;
+        m->kv_pool_bytes = (int64_t)(util * (double)g->mem_bytes) - reserve - m->weight_bytes - peak;
+        m->act_reserved = m->capacity - m->weight_bytes - m->kv_pool_bytes;
         const int64_t need = sim_act_peak(s, cap, cap);
-        if (s->kv_pool_bytes <= 0)
+        if (m->kv_pool_bytes <= 0)
             return ts_fail(err, "%s scheduler: gpu-memory-utilization %g of %s leaves no KV pool after %.2f GiB "
                                 "of weights, %.2f GiB of framework reserve and a warm-up peak of %.2f GiB",
-                           s->sched->name, util, s->gpu.name, s->weight_bytes / TS_GIB,
-                           (s->gpu.mem_bytes - s->capacity) / TS_GIB, peak / TS_GIB);
-        if (s->act_reserved < need)
+                           name, util, g->name, m->weight_bytes / TS_GIB, reserve / TS_GIB, peak / TS_GIB);
+        if (m->act_reserved < need)
             return ts_fail(err, "%s scheduler: gpu-memory-utilization %g leaves %.2f GiB for activations on %s, "
                                 "where a step of max_num_batched_tokens=%lld plans %.2f GiB; lower "
                                 "--max-num-batched-tokens or --gpu-memory-utilization",
-                           s->sched->name, util, s->act_reserved / TS_GIB, s->gpu.name, (long long)cap, need / TS_GIB);
+                           name, util, m->act_reserved / TS_GIB, g->name, (long long)cap, need / TS_GIB);
     } else {
-        s->act_reserved = sim_act_peak(s, cap, cap);
-        s->kv_pool_bytes = s->capacity - s->weight_bytes - s->act_reserved;
+        m->act_reserved = sim_act_peak(s, cap, cap);
+        m->kv_pool_bytes = m->capacity - m->weight_bytes - m->act_reserved;
     }
-    if (s->kv_pool_bytes <= 0)
+    if (m->kv_pool_bytes <= 0)
         return ts_fail(err, "%s scheduler: the activation budget for max_num_batched_tokens=%lld "
                             "(%.2f GiB) leaves no KV pool on %s after %.2f GiB of weights; lower "
                             "--max-num-batched-tokens or set --max-num-logits",
-                       s->sched->name, (long long)cap, s->act_reserved / TS_GIB, s->gpu.name, s->weight_bytes / TS_GIB);
-    s->kv_pages_total = s->kv_pool_bytes / (s->kv_page_tokens * s->kv_token_bytes);
+                       name, (long long)cap, m->act_reserved / TS_GIB, g->name, m->weight_bytes / TS_GIB);
+    m->kv_pages_total = m->kv_pool_bytes / (m->kv_page_tokens * m->kv_token_bytes);
     return 0;
 }
 
 const char *sched_phase_reject(struct sim *s, const struct request *r)
 {
-    if (r->L > s->model.max_pos)
+    if (r->L > sim_model(s)->max_pos)
         return sim_positions_refused(s, r);
     int32_t q, logits;
     sim_peak_shape(s, r, &q, &logits);
-    if (q > s->sched_p[MAX_TOKENS])
+    if (q > sim_sched_p(s)[MAX_TOKENS])
         return "its largest step needs more query tokens than max_num_batched_tokens";
-    if (sim_kv_pages(s, sim_kv_need(s, r, true)) > s->kv_pages_total)
+    if (sim_kv_pages(s, sim_kv_need(s, r, true)) > sim_mem(s)->kv_pages_total)
         return "its KV cache is larger than the whole KV pool";
     return NULL;
 }
@@ -86,7 +90,7 @@ const char *sched_phase_reject(struct sim *s, const struct request *r)
 static bool reserve_or_preempt(struct sim *s, struct request *r, int64_t tokens)
 {
     while (!sim_kv_reserve(s, r, tokens)) {
-        struct request *victim = sim_req(s, s->running[s->num_running - 1]);
+        struct request *victim = sim_request(s, sim_running(s, sim_num_running(s) - 1));
         sim_preempt(s, victim);
         if (victim == r)
             return false;
@@ -98,8 +102,8 @@ bool sched_phase_run(struct sim *s, int64_t *budget)
 {
     bool someone_waits = false;
     struct segment seg;
-    for (size_t i = 0; i < s->num_running; i++) {
-        struct request *r = sim_req(s, s->running[i]);
+    for (size_t i = 0; i < sim_num_running(s); i++) {
+        struct request *r = sim_request(s, sim_running(s, i));
         sim_emit(s, r, &seg);
         if (segment_rows(&seg) > *budget) {
             someone_waits = true;
@@ -117,20 +121,20 @@ bool sched_phase_run(struct sim *s, int64_t *budget)
 
 static void phase_build(struct sim *s)
 {
-    int64_t budget = (int64_t)s->sched_p[MAX_TOKENS];
+    int64_t budget = (int64_t)sim_sched_p(s)[MAX_TOKENS];
     struct segment seg;
     const bool someone_waits = sched_phase_run(s, &budget);
-    while (!someone_waits && s->waiting.n > 0) {
-        struct request *r = sim_req(s, deque_front(&s->waiting));
+    while (!someone_waits && sim_waiting(s)->n > 0) {
+        struct request *r = sim_request(s, deque_front(sim_waiting(s)));
         sim_emit(s, r, &seg);
         if (segment_rows(&seg) > budget || !sim_kv_reserve(s, r, sim_kv_need(s, r, false)))
             break;
-        deque_pop_front(&s->waiting);
+        deque_pop_front(sim_waiting(s));
         sim_admit(s, r);
         sim_add_segment(s, &seg);
         budget -= segment_rows(&seg);
     }
-    TS_ASSERT(s->sd.tot.rows <= s->sched_p[MAX_TOKENS]);
+    TS_ASSERT(sim_step(s)->tot.rows <= sim_sched_p(s)[MAX_TOKENS]);
 }
 
 const struct sched_ops sched_phase = {

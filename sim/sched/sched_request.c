@@ -6,7 +6,7 @@
  * the running set is also capped in count.
  * Invariant: KV in use + the step's activation <= capacity - weights, with no preemption ever.
  */
-#include "sim_internal.h"
+#include "sched_view.h"
 
 enum { REQUEST_MAX_BATCH };
 static const struct param_spec request_params[] = {
@@ -26,48 +26,51 @@ static int64_t req_act(struct sim *s, struct request *r)
 
 static int request_init(struct sim *s, struct ts_err *err)
 {
+    struct sim_mem *m = sim_mem(s);
     (void)err;
-    s->kv_pool_bytes = s->capacity - s->weight_bytes; /* shared with per-request activations */
-    s->kv_pages_total = s->kv_pool_bytes / (s->kv_page_tokens * s->kv_token_bytes);
-    s->act_reserved = 0;
+    m->kv_pool_bytes = m->capacity - m->weight_bytes; /* shared with per-request activations */
+    m->kv_pages_total = m->kv_pool_bytes / (m->kv_page_tokens * m->kv_token_bytes);
+    m->act_reserved = 0;
     return 0;
 }
 
 static int64_t reservation(struct sim *s, struct request *r)
 {
-    return sim_kv_pages(s, sim_kv_need(s, r, true)) * s->kv_page_tokens *
-               s->kv_token_bytes + req_act(s, r);
+    struct sim_mem *m = sim_mem(s);
+    return sim_kv_pages(s, sim_kv_need(s, r, true)) * m->kv_page_tokens *
+               m->kv_token_bytes + req_act(s, r);
 }
 
 static const char *request_reject(struct sim *s, const struct request *r)
 {
-    if (r->L > s->model.max_pos)
+    if (r->L > sim_model(s)->max_pos)
         return sim_positions_refused(s, r);
-    if (reservation(s, sim_req(s, r->id)) > s->kv_pool_bytes)
+    if (reservation(s, sim_request(s, r->id)) > sim_mem(s)->kv_pool_bytes)
         return "its peak KV cache plus its Refresh activation exceed the memory left after weights";
     return NULL;
 }
 
 static void request_build(struct sim *s)
 {
-    const double max_batch = s->sched_p[REQUEST_MAX_BATCH];
-    while (s->waiting.n > 0 && (max_batch == 0 || (double)s->num_running < max_batch)) {
-        struct request *r = sim_req(s, deque_front(&s->waiting));
+    struct sim_mem *m = sim_mem(s);
+    const double max_batch = sim_sched_p(s)[REQUEST_MAX_BATCH];
+    while (sim_waiting(s)->n > 0 && (max_batch == 0 || (double)sim_num_running(s) < max_batch)) {
+        struct request *r = sim_request(s, deque_front(sim_waiting(s)));
         int64_t act = req_act(s, r);
-        int64_t kv_free = (s->kv_pages_total - s->kv_pages_used) * s->kv_page_tokens * s->kv_token_bytes;
-        int64_t kv_need = sim_kv_pages(s, sim_kv_need(s, r, true)) * s->kv_page_tokens *
-                          s->kv_token_bytes;
-        if (kv_need + act > kv_free - s->act_reserved)
+        int64_t kv_free = (m->kv_pages_total - m->kv_pages_used) * m->kv_page_tokens * m->kv_token_bytes;
+        int64_t kv_need = sim_kv_pages(s, sim_kv_need(s, r, true)) * m->kv_page_tokens *
+                          m->kv_token_bytes;
+        if (kv_need + act > kv_free - m->act_reserved)
             break;
         TS_ASSERT(sim_kv_reserve(s, r, sim_kv_need(s, r, true)));
         r->act_reserved = act;
-        s->act_reserved += act;
-        deque_pop_front(&s->waiting);
+        m->act_reserved += act;
+        deque_pop_front(sim_waiting(s));
         sim_admit(s, r);
     }
     struct segment seg;
-    for (size_t i = 0; i < s->num_running; i++) {
-        sim_emit(s, sim_req(s, s->running[i]), &seg);
+    for (size_t i = 0; i < sim_num_running(s); i++) {
+        sim_emit(s, sim_request(s, sim_running(s, i)), &seg);
         sim_add_segment(s, &seg);
     }
 }
@@ -76,9 +79,10 @@ static void request_build(struct sim *s)
  * step it finished in */
 static void request_forget(struct sim *s, struct request *r)
 {
-    s->act_reserved -= r->act_reserved;
+    struct sim_mem *m = sim_mem(s);
+    m->act_reserved -= r->act_reserved;
     r->act_reserved = 0;
-    TS_ASSERT(s->act_reserved >= 0);
+    TS_ASSERT(m->act_reserved >= 0);
 }
 
 const struct sched_ops sched_request = {

@@ -48,7 +48,7 @@
  */
 #include <stdlib.h>
 
-#include "sim_internal.h"
+#include "sched_view.h"
 
 enum { MAX_RUNNING, FDFO, CUDA_GRAPH, SEPARATE, MAX_PREFILL, STEPS_PER_ROUND };
 static const struct param_spec sglang_params[] = {
@@ -120,63 +120,70 @@ struct sglang_round {
 
 static int sglang_init(struct sim *s, struct ts_err *err)
 {
-    const int32_t canvas = s->pol->context_pass_rows ? s->pol->context_pass_rows(&s->pcfg) : 0;
+    struct sim_mem *m = sim_mem(s);
+    const double *p = sim_sched_p(s);
+    const struct policy_ops *pol = sim_policy(s);
+    const int32_t block = sim_policy_cfg(s)->block_size;
+    const int32_t canvas = pol->context_pass_rows ? pol->context_pass_rows(sim_policy_cfg(s)) : 0;
     const bool context_pass = canvas > 0;
-    if (context_pass != (s->sched_p[SEPARATE] != 0))
+    if (context_pass != (p[SEPARATE] != 0))
         return ts_fail(err, "sglang scheduler: separate-context %d under policy %s%s: SGLang encodes the context "
                             "apart exactly where a finished canvas's K/V is written by a context pass (--policy "
                             "fdllm-v2 --v2-context-pass 1 --separate-context 1, as --system sglang-dgemma runs)",
-                       (int)s->sched_p[SEPARATE], s->pol->name, context_pass ? " with --v2-context-pass 1" : "");
-    if (context_pass && s->sched_p[MAX_PREFILL] < canvas)
+                       (int)p[SEPARATE], pol->name, context_pass ? " with --v2-context-pass 1" : "");
+    if (context_pass && p[MAX_PREFILL] < canvas)
         return ts_fail(err, "sglang scheduler: --max-prefill-tokens %d is less than a canvas's context pass (%d "
-                            "rows)", (int)s->sched_p[MAX_PREFILL], (int)canvas);
-    if (s->sched_p[STEPS_PER_ROUND] > 1 && s->sched_p[FDFO] == 0)
+                            "rows)", (int)p[MAX_PREFILL], (int)canvas);
+    if (p[STEPS_PER_ROUND] > 1 && p[FDFO] == 0)
         return ts_fail(err, "sglang scheduler: steps-per-round %d under fdfo 0: a sync round runs its blocks to the end "
                             "already (SGLANG_DLLM_FDFO_STEPS_PER_ROUND is first done, first out's)",
-                       (int)s->sched_p[STEPS_PER_ROUND]);
+                       (int)p[STEPS_PER_ROUND]);
     struct sglang_round *rd = xcalloc(1, sizeof *rd);
-    s->sched_state = rd;
-    if (s->sched_p[CUDA_GRAPH])
-        rd->graph_cap = TS_MIN((int32_t)s->sched_p[MAX_RUNNING], sglang_graph_max_bs(s->gpu.mem_bytes, sim_gpus(s)));
-    const int64_t rows = (int64_t)s->sched_p[MAX_RUNNING] * s->pcfg.block_size;
-    s->act_reserved = sim_act_peak(s, rows, rows);
-    if (s->sched_p[SEPARATE]) /* (a prefill round's rows, without logits) */
-        s->act_reserved = TS_MAX(s->act_reserved, sim_act_peak(s, (int64_t)s->sched_p[MAX_PREFILL], 0));
-    s->kv_pool_bytes = s->capacity - s->weight_bytes - s->act_reserved;
-    if (s->kv_pool_bytes <= 0)
+    *sim_sched_state(s) = rd;
+    const int32_t gpus = TS_MAX(sim_config(s)->tp, sim_config(s)->ep);
+    if (p[CUDA_GRAPH])
+        rd->graph_cap = TS_MIN((int32_t)p[MAX_RUNNING], sglang_graph_max_bs(sim_gpu(s)->mem_bytes, gpus));
+    const int64_t rows = (int64_t)p[MAX_RUNNING] * block;
+    m->act_reserved = sim_act_peak(s, rows, rows);
+    if (p[SEPARATE]) /* (a prefill round's rows, without logits) */
+        m->act_reserved = TS_MAX(m->act_reserved, sim_act_peak(s, (int64_t)p[MAX_PREFILL], 0));
+    m->kv_pool_bytes = m->capacity - m->weight_bytes - m->act_reserved;
+    if (m->kv_pool_bytes <= 0)
         return ts_fail(err, "sglang scheduler: a forward of max-running-requests=%d blocks of %d (or a prefill round) "
                             "plans %.2f GiB of activations, which with %.2f GiB of weights leaves no KV pool on %s; "
                             "lower --max-running-requests (or --max-prefill-tokens)",
-                       (int)s->sched_p[MAX_RUNNING], s->pcfg.block_size, s->act_reserved / TS_GIB,
-                       s->weight_bytes / TS_GIB, s->gpu.name);
+                       (int)p[MAX_RUNNING], block, m->act_reserved / TS_GIB,
+                       m->weight_bytes / TS_GIB, sim_gpu(s)->name);
     /* a round's graph padding writes K/V too, at most graph_cap - 1 blocks of them: kept out of the pool */
-    const int64_t page = s->kv_page_tokens * s->kv_token_bytes,
-                  block_pages = (s->pcfg.block_size + s->kv_page_tokens - 1) / s->kv_page_tokens,
+    const int64_t page = m->kv_page_tokens * m->kv_token_bytes,
+                  block_pages = (block + m->kv_page_tokens - 1) / m->kv_page_tokens,
                   pad = rd->graph_cap > 1 ? (int64_t)(rd->graph_cap - 1) * block_pages * page : 0;
-    if (s->kv_pool_bytes <= pad)
+    if (m->kv_pool_bytes <= pad)
         return ts_fail(err, "sglang scheduler: the KV its captured graphs' padding writes (%.2f GiB) takes the whole "
                             "KV pool on %s; lower --max-running-requests or give --cuda-graph 0", pad / TS_GIB,
-                       s->gpu.name);
-    s->kv_pool_bytes -= pad;
-    s->kv_pages_total = s->kv_pool_bytes / page;
+                       sim_gpu(s)->name);
+    m->kv_pool_bytes -= pad;
+    m->kv_pages_total = m->kv_pool_bytes / page;
     return 0;
 }
 
 static const char *sglang_reject(struct sim *s, const struct request *r)
 {
-    if (r->L + s->pcfg.block_size > s->model.max_pos) /* (tp_worker.py: the longest input less a block) */
+    const double *p = sim_sched_p(s);
+    const int32_t block = sim_policy_cfg(s)->block_size;
+    if (r->L + block > sim_model(s)->max_pos) /* (tp_worker.py: the longest input less a block) */
         return "P + G and a block exceed the model's maximum positions";
-    if (sim_kv_pages(s, sim_kv_need(s, r, true)) > s->kv_pages_total)
+    if (sim_kv_pages(s, sim_kv_need(s, r, true)) > sim_mem(s)->kv_pages_total)
         return "its KV cache is larger than the whole KV pool";
     int32_t q, logits;
     sim_peak_shape(s, r, &q, &logits);
-    if (s->sched_p[SEPARATE]) { /* (its largest forward the prompt's pass: no preemption recomputes more) */
-        if (r->P > s->sched_p[MAX_PREFILL])
+    if (p[SEPARATE]) { /* (its largest forward the prompt's pass: no preemption recomputes more) */
+        if (r->P > p[MAX_PREFILL])
             return "its prompt pass runs more rows than --max-prefill-tokens (SGLang carries the rest to the next "
                    "round; tessera does not)";
-        if (logits > s->pcfg.block_size)
+        if (logits > block)
             return "a step of it takes more logit rows than a canvas, which a round's activations are reserved for";
-    } else if (q > s->pcfg.block_size) { /* (a round's activations are reserved for a block a request) */
+    } else if (q > block) { /* (a round's activations are reserved for a block a request) */
         return "its largest step runs more rows than a block, which a round of max-running-requests blocks does "
                "not hold (policy serve-block prefills a block a forward)";
     }
@@ -186,11 +193,11 @@ static const char *sglang_reject(struct sim *s, const struct request *r)
 /* Admits queued requests (FCFS, their whole KV reserved) while the running set has room. */
 static void admit(struct sim *s)
 {
-    while (s->waiting.n > 0 && s->num_running < (size_t)s->sched_p[MAX_RUNNING]) {
-        struct request *r = sim_req(s, deque_front(&s->waiting));
+    while (sim_waiting(s)->n > 0 && sim_num_running(s) < (size_t)sim_sched_p(s)[MAX_RUNNING]) {
+        struct request *r = sim_request(s, deque_front(sim_waiting(s)));
         if (!sim_kv_reserve(s, r, sim_kv_need(s, r, true)))
             break;
-        deque_pop_front(&s->waiting);
+        deque_pop_front(sim_waiting(s));
         sim_admit(s, r);
     }
 }
@@ -204,16 +211,16 @@ static void start_round(struct sim *s, struct sglang_round *rd)
     rd->prefill = false;
     int64_t tokens = 0; /* separate-context: the prefill round's, within max-prefill-tokens */
     struct segment seg;
-    for (size_t i = 0; i < s->num_running; i++) {
-        struct request *r = sim_req(s, s->running[i]);
+    for (size_t i = 0; i < sim_num_running(s); i++) {
+        struct request *r = sim_request(s, sim_running(s, i));
         sim_emit(s, r, &seg);
         const bool prefill = seg.phase == PHASE_PREFILL;
         if (prefill && !rd->prefill) /* prefill first: the denoising rows taken so far sit the round out */
             rd->n = 0, rd->prefill = true;
         if (prefill != rd->prefill)
             continue;
-        if (prefill && s->sched_p[SEPARATE]) {
-            if (rd->n > 0 && tokens + seg.q > s->sched_p[MAX_PREFILL])
+        if (prefill && sim_sched_p(s)[SEPARATE]) {
+            if (rd->n > 0 && tokens + seg.q > sim_sched_p(s)[MAX_PREFILL])
                 continue; /* (it waits for a round with room) */
             tokens += seg.q;
         }
@@ -231,34 +238,36 @@ static void start_round(struct sim *s, struct sglang_round *rd)
 /* Whether row i of the round is done with the block it began the round in. */
 static bool row_done(struct sim *s, const struct sglang_round *rd, int32_t i)
 {
-    const struct request *r = sim_req(s, rd->id[i]);
+    const struct request *r = sim_request(s, rd->id[i]);
     return r->work_done || r->cur_block != rd->block[i];
 }
 
 static void sglang_build(struct sim *s)
 {
-    struct sglang_round *rd = s->sched_state;
+    struct sglang_round *rd = *sim_sched_state(s);
+    const double *p = sim_sched_p(s);
+    const int32_t block = sim_policy_cfg(s)->block_size;
     const bool begins = rd->n == 0;
     if (begins)
         start_round(s, rd);
-    s->round = (struct round_step){s->sched_p[FDFO] ? ROUND_FDFO : ROUND_SYNC, begins};
+    sim_set_round(s, (struct round_step){p[FDFO] ? ROUND_FDFO : ROUND_SYNC, begins});
     struct segment seg;
     for (int32_t i = 0; i < rd->n; i++) {
         if (row_done(s, rd, i)) { /* (sync: the batch's row, committing nothing) */
-            seg = (struct segment){.req_id = rd->id[i], .phase = PHASE_BLOCK, .q = s->pcfg.block_size,
-                                   .kv = rd->kv[i], .logit_rows = s->pcfg.block_size, .padding = PAD_REQUEST};
+            seg = (struct segment){.req_id = rd->id[i], .phase = PHASE_BLOCK, .q = block,
+                                   .kv = rd->kv[i], .logit_rows = block, .padding = PAD_REQUEST};
             sim_add_segment(s, &seg);
             continue;
         }
-        sim_emit(s, sim_req(s, rd->id[i]), &seg);
+        sim_emit(s, sim_request(s, rd->id[i]), &seg);
         sim_add_segment(s, &seg);
     }
     /* the captured graph's rows past the round's (a separate-context model's prefill rounds run eagerly) */
-    if (rd->graph_cap > 0 && rd->n > 0 && !(rd->prefill && s->sched_p[SEPARATE])) {
+    if (rd->graph_cap > 0 && rd->n > 0 && !(rd->prefill && p[SEPARATE])) {
         const int32_t graph = sglang_graph_batch(rd->n, rd->graph_cap);
         for (int32_t i = rd->n; i < graph; i++) {
-            seg = (struct segment){.req_id = rd->id[rd->n - 1], .phase = PHASE_BLOCK, .q = s->pcfg.block_size,
-                                   .logit_rows = s->pcfg.block_size, .padding = PAD_GRAPH};
+            seg = (struct segment){.req_id = rd->id[rd->n - 1], .phase = PHASE_BLOCK, .q = block,
+                                   .logit_rows = block, .padding = PAD_GRAPH};
             sim_add_segment(s, &seg);
         }
     }
@@ -266,15 +275,16 @@ static void sglang_build(struct sim *s)
 
 static void sglang_after_step(struct sim *s)
 {
-    struct sglang_round *rd = s->sched_state;
+    struct sglang_round *rd = *sim_sched_state(s);
     /* sync: the round lasts while a row is in its block; first done, first out: while a row is and the
      * round has run fewer than steps-per-round forwards */
-    const bool lasts = !rd->prefill && (s->sched_p[FDFO] == 0 || ++rd->forwards < s->sched_p[STEPS_PER_ROUND]);
+    const double *p = sim_sched_p(s);
+    const bool lasts = !rd->prefill && (p[FDFO] == 0 || ++rd->forwards < p[STEPS_PER_ROUND]);
     for (int32_t i = 0; lasts && i < rd->n; i++)
         if (!row_done(s, rd, i))
             return;
-    for (size_t i = 0; i < s->num_running;) { /* (sim_finish takes it out of the running set) */
-        struct request *r = sim_req(s, s->running[i]);
+    for (size_t i = 0; i < sim_num_running(s);) { /* (sim_finish takes it out of the running set) */
+        struct request *r = sim_request(s, sim_running(s, i));
         if (r->work_done)
             sim_finish(s, r);
         else
@@ -285,11 +295,11 @@ static void sglang_after_step(struct sim *s)
 
 static void sglang_free(struct sim *s)
 {
-    struct sglang_round *rd = s->sched_state;
+    struct sglang_round *rd = *sim_sched_state(s);
     if (rd)
         free(rd->id), free(rd->block), free(rd->kv);
     free(rd);
-    s->sched_state = NULL;
+    *sim_sched_state(s) = NULL;
 }
 
 const struct sched_ops sched_sglang = {
