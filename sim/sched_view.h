@@ -3,8 +3,8 @@
  * (struct sim_mem: it sizes the KV pool and the activation reservation at init and keeps the
  * reservation as it admits) and the waiting queue's order; it reads the running set and the requests
  * (struct sim_queues, struct sim's first member, through the inline accessors its steps' loops call),
- * its resolved parameters, the policy, the model, the card and the workload's longest request, and it
- * builds a step with the services below. The rest of struct sim (the clock, the events, the pricing
+ * its resolved parameters, the policy and the workload's longest request (the model, the card and the
+ * configuration through sim.h's accessors), and it builds a step with the services below. The rest of struct sim (the clock, the events, the pricing
  * chain, the records) is the event loop's: a scheduler neither reads nor writes it, and includes this
  * header, not sim_internal.h (tests/check_layers.sh).
  */
@@ -15,14 +15,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "decode.h"
-#include "model.h"
 #include "policy.h"
 #include "request.h"
-#include "rounds.h"
-#include "sched.h"
-#include "sim.h"
 #include "step_desc.h"
+#include "util.h"
+
+struct sim;
+struct sched_ops;
+struct round_step;
 
 /* The device's memory as the scheduler books it (bytes; pages of kv_page_tokens tokens). */
 struct sim_mem {
@@ -92,7 +92,7 @@ const struct step_desc *sim_step(const struct sim *s);
 /* The static scheduler's batch size, for the summary. */
 void sim_set_static_batch(struct sim *s, int32_t batch);
 /* A runtime priced by its rounds: the round the step being built runs in (rounds.h). */
-void sim_set_round(struct sim *s, struct round_step round);
+void sim_set_round(struct sim *s, const struct round_step *round);
 
 /* --- services ------------------------------------------------------------------------------- */
 

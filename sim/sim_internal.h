@@ -1,6 +1,6 @@
 /*
  * sim_internal.h: the simulator's state. Only the event loop's files (sim.c, sim_create.c,
- * sim_requests.c, sim_sampler.c, sched_view.c), the pricing chain (pricing.c) and the tests include it
+ * sim_requests.c, sim_sampler.c), the pricing chain (pricing.c) and the tests include it
  * (check_layers); a scheduler sees the simulator through sched_view.h, and the database writer reads a
  * run through sim_record.h.
  */

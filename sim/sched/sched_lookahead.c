@@ -21,7 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
+#include "sched.h"
 #include "sched_view.h"
+#include "sim.h"
 
 enum { MAX_TOKENS, GPU_UTIL }; /* the phase scheduler's parameters, in their places (sched_phase_init reads them) */
 static const struct param_spec lookahead_params[] = {

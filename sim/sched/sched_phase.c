@@ -21,7 +21,9 @@
  */
 #include <stdio.h>
 
+#include "sched.h"
 #include "sched_view.h"
+#include "sim.h"
 
 enum { MAX_TOKENS, GPU_UTIL }; /* lookahead's parameters begin with the same two */
 static const struct param_spec phase_params[] = {

@@ -6,7 +6,9 @@
  * the running set is also capped in count.
  * Invariant: KV in use + the step's activation <= capacity - weights, with no preemption ever.
  */
+#include "sched.h"
 #include "sched_view.h"
+#include "sim.h"
 
 enum { REQUEST_MAX_BATCH };
 static const struct param_spec request_params[] = {

@@ -48,7 +48,10 @@
  */
 #include <stdlib.h>
 
+#include "rounds.h"
+#include "sched.h"
 #include "sched_view.h"
+#include "sim.h"
 
 enum { MAX_RUNNING, FDFO, CUDA_GRAPH, SEPARATE, MAX_PREFILL, STEPS_PER_ROUND };
 static const struct param_spec sglang_params[] = {
@@ -250,7 +253,7 @@ static void sglang_build(struct sim *s)
     const bool begins = rd->n == 0;
     if (begins)
         start_round(s, rd);
-    sim_set_round(s, (struct round_step){p[FDFO] ? ROUND_FDFO : ROUND_SYNC, begins});
+    sim_set_round(s, &(struct round_step){p[FDFO] ? ROUND_FDFO : ROUND_SYNC, begins});
     struct segment seg;
     for (int32_t i = 0; i < rd->n; i++) {
         if (row_done(s, rd, i)) { /* (sync: the batch's row, committing nothing) */

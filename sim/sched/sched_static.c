@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "sched.h"
 #include "sched_view.h"
+#include "sim.h"
 
 enum { STATIC_MAX_BATCH };
 static const struct param_spec static_params[] = {
