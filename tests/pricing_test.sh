@@ -127,6 +127,17 @@ assert not t["sampler_oom"] and t["sampler_holds"] >= 16 and mt["holds"] == 16, 
 assert abs(w["peak_mem_bytes"] - t["peak_mem_bytes"] - 10 * 16 * 256 * 262144) <= 0.01 * 10 * 16 * 256 * 262144, \
     (w["peak_mem_bytes"], t["peak_mem_bytes"])
 PY
+# the database's summary keeps the verdict (NULL where none was judged)
+"$bin" sim --system diffusion-gemma --gpu h200 --max-batch 16 --requests 16 --rps 1000 --lengths fixed:256,256 --quiet \
+    --no-progress --db "$tmp/dg.db" >/dev/null 2>&1
+"$bin" sim --requests 4 --quiet --no-progress --db "$tmp/dg.db" --append >/dev/null 2>&1
+python3 - "$tmp/dg.db" "$tmp/dg-vllm-dgemma.json" <<'PY' && ok || bad "db: summary's sampler columns not the run's verdict"
+import json, sqlite3, sys
+rows = sqlite3.connect(sys.argv[1]).execute(
+    "SELECT sampler_canvases, sampler_holds, sampler_oom FROM summary ORDER BY run_id").fetchall()
+w = json.load(open(sys.argv[2]))
+assert rows == [(16, w["sampler_holds"], 1), (None, None, None)], rows
+PY
 # the edge: a step of as many canvases as mem sampler says a step holds fits, one more does not
 for n in 13 14; do
     "$bin" sim --system diffusion-gemma --gpu h200 --max-batch "$n" --requests "$n" --rps 1000 --lengths fixed:256,256 \

@@ -19,7 +19,9 @@
  *                 validated, measured or modelled, with the evidence), the rate offered and whether
  *                 the run was overloaded (sim_overload_rule; NULL where fewer than SIM_OVERLOAD_MIN
  *                 arrived), the pricing chain's links that priced its steps (pricing.h; NULL in a
- *                 database written before it was kept)
+ *                 database written before it was kept), and a run of vLLM's DiffusionGemma sampler
+ *                 against vLLM's memory: its largest step's canvases, what a step holds, whether it ran
+ *                 out (sim_sampler.c; NULL where not judged)
  *   op_breakdown  per-op seconds summed over the run
  *   plan_candidates  a plan's candidate a run (tessera plan size; db_out_commit_plan)
  *
@@ -62,7 +64,7 @@ static const char *const schema =
     " capacity_bytes INTEGER, static_batch INTEGER, rows_processed INTEGER, missed_decodes INTEGER,"
     " redundancy REAL, num_stalls INTEGER, energy_j REAL, mean_power_w REAL, slo_attainment REAL,"
     " expected_accuracy REAL, accuracy_task TEXT, interval_json TEXT, known TEXT, offered_rps REAL,"
-    " overloaded INTEGER, pricing TEXT);"
+    " overloaded INTEGER, pricing TEXT, sampler_canvases INTEGER, sampler_holds INTEGER, sampler_oom INTEGER);"
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
     " PRIMARY KEY(run_id, op));";
 
@@ -190,7 +192,8 @@ static const char *const added_columns[][3] = {
     {"summary", "energy_j", "REAL"}, {"summary", "mean_power_w", "REAL"}, {"summary", "slo_attainment", "REAL"},
     {"summary", "expected_accuracy", "REAL"}, {"summary", "accuracy_task", "TEXT"},
     {"summary", "interval_json", "TEXT"}, {"summary", "known", "TEXT"}, {"summary", "offered_rps", "REAL"},
-    {"summary", "overloaded", "INTEGER"}, {"summary", "pricing", "TEXT"}};
+    {"summary", "overloaded", "INTEGER"}, {"summary", "pricing", "TEXT"}, {"summary", "sampler_canvases", "INTEGER"},
+    {"summary", "sampler_holds", "INTEGER"}, {"summary", "sampler_oom", "INTEGER"}};
 
 bool db_added_piece(const char *table, const char *piece)
 {

@@ -101,8 +101,9 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
                    "ttfb_mean_s, queue_mean_s, mean_q_per_step, mean_segs_per_step, peak_mem_bytes, weight_bytes, "
                    "kv_pool_bytes, act_reserved_bytes, capacity_bytes, static_batch, rows_processed, missed_decodes, "
                    "redundancy, num_stalls, energy_j, mean_power_w, slo_attainment, expected_accuracy, accuracy_task, "
-                   "interval_json, known, offered_rps, overloaded, pricing) "
-                   "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                   "interval_json, known, offered_rps, overloaded, pricing, sampler_canvases, sampler_holds, "
+                   "sampler_oom) "
+                   "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 &st))
         return -1;
     int k = 1;
@@ -149,6 +150,14 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
     }
     char priced[128];
     sqlite3_bind_text(st, k++, sim_pricing_text(m.pricing, priced, sizeof priced), -1, SQLITE_TRANSIENT);
+    if (m.sampler_holds >= 0) { /* (no vLLM sampler, or --tp > 1: not judged, NULL) */
+        sqlite3_bind_int(st, k++, m.sampler_canvases);
+        sqlite3_bind_int(st, k++, m.sampler_holds);
+        sqlite3_bind_int(st, k++, m.sampler_oom);
+    } else {
+        for (int i = 0; i < 3; i++)
+            sqlite3_bind_null(st, k++);
+    }
     int rc = db_writer_step(w, st);
     sqlite3_finalize(st);
     if (rc || db_writer_prepare(w, "INSERT INTO out.op_breakdown VALUES(?,?,?)", &st))
