@@ -91,6 +91,8 @@ void sim_workload_max(const struct sim *s, int32_t *L, int32_t *G);
 const struct step_desc *sim_step(const struct sim *s);
 /* The static scheduler's batch size, for the summary. */
 void sim_set_static_batch(struct sim *s, int32_t batch);
+/* The GPUs one step runs on: --tp's or --ep's degree. */
+int sim_gpus(const struct sim *s);
 /* A runtime priced by its rounds: the round the step being built runs in (rounds.h). */
 void sim_set_round(struct sim *s, const struct round_step *round);
 

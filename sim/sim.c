@@ -85,6 +85,7 @@ void sim_workload_max(const struct sim *s, int32_t *L, int32_t *G)
 }
 
 const struct step_desc *sim_step(const struct sim *s) { return &s->sd; }
+int sim_gpus(const struct sim *s) { return TS_MAX(s->cfg.tp, s->cfg.ep); }
 void sim_set_static_batch(struct sim *s, int32_t batch) { s->sum.static_batch = batch; }
 void sim_set_round(struct sim *s, const struct round_step *round) { s->round = *round; }
 

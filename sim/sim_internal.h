@@ -55,10 +55,8 @@ struct sim_pricing {
     double (*joules)(const struct sim *s, const struct step_price *p);
 };
 
-/* Requests a chunk holds; a run's distinct reject reasons, at most (a request's row: sim_record.h). */
+/* A run's distinct reject reasons, at most (a request's row: sim_record.h). */
 #define SIM_MAX_REASONS 16
-
-
 
 struct sim {
     struct sim_queues q; /* first: a scheduler reads it through sched_view.h's inline accessors */
@@ -170,8 +168,6 @@ struct sim {
 /* --- the event loop's own services (a scheduler's: sched_view.h) ------------------------- */
 
 _Static_assert(offsetof(struct sim, q) == 0, "sched_view.h reads struct sim_queues at the start of struct sim");
-/* The GPUs one step runs on: --tp's or --ep's degree. */
-static inline int sim_gpus(const struct sim *s) { return s->cfg.tp > s->cfg.ep ? s->cfg.tp : s->cfg.ep; }
 /* Step rows stream to the output every SIM_STEP_BATCH steps, so a run's memory stays bounded. */
 #define SIM_STEP_BATCH 4096
 

@@ -3,9 +3,10 @@
  * vLLM sizes its KV pool from a profile run that never samples, so the sampler's transient at a step
  * takes what the budget left outside it; tessera's own accounting reserves each request's logits and
  * never runs out. The run's largest step, in canvases (a request's segment with logits: vLLM samples
- * a canvas of --block rows for each), is judged at vLLM's defaults
- * (SAMPLER_UTIL, SAMPLER_BATCHED) and tessera's assumption of what is held outside the budget
- * (SAMPLER_OUTSIDE_GIB), as `tessera mem sampler` prints them.
+ * a canvas of --block rows for each), is judged at vLLM's utilization (SAMPLER_UTIL), its profile run
+ * of --max-num-seqs the run's cap (else vLLM's default for the card, sampler_vllm_defaults) and
+ * tessera's assumption of what is held outside the budget (SAMPLER_OUTSIDE_GIB), as `tessera mem
+ * sampler` prints them; where vLLM's budget holds no KV pool it does not start: a step holds none.
  */
 #include "sim_internal.h"
 
@@ -20,14 +21,18 @@ void sim_sampler_judge(const struct sim *s, struct sim_summary *out)
     if (s->impl.sampler == SAMPLER_NONE || s->cfg.tp != 1 || s->cfg.block < 1)
         return;
     const int32_t canvases = s->peak_canvases; /* (a canvas a request, --block rows, however many it masks) */
-    /* the profile run's logit rows: a sequence each, up to --max-num-seqs (the run's cap, else its peak) */
-    const int32_t seqs = TS_MAX(1, out->concurrency_cap > 0 ? out->concurrency_cap : canvases);
+    /* the profile run: a logit row a sequence, up to --max-num-seqs (the run's cap, else vLLM's default) */
+    int32_t seqs;
+    int64_t batched;
+    sampler_vllm_defaults(s->gpu.mem_bytes, s->gpu.name, &seqs, &batched);
+    if (out->concurrency_cap > 0)
+        seqs = out->concurrency_cap;
     struct sampler_setup su;
     struct ts_err err;
-    if (sampler_setup_make(&s->model, s->gpu.mem_bytes, SAMPLER_UTIL, SAMPLER_OUTSIDE_GIB, SAMPLER_BATCHED, seqs,
+    if (sampler_setup_make(&s->model, s->gpu.mem_bytes, SAMPLER_UTIL, SAMPLER_OUTSIDE_GIB, batched, seqs,
                            s->cfg.block, SAMPLER_COPIES, s->impl.sampler == SAMPLER_TILED, &su, &err))
-        return; /* (the caching planner plans any forward the run planned: not judged where it refuses) */
+        return; /* (the caching planner refusing the profile run's forward: not judged) */
     out->sampler_canvases = canvases;
-    out->sampler_holds = sampler_mem_max(&su, SAMPLER_SEARCH_MAX);
+    out->sampler_holds = sampler_kv_pool(&su, s->mem.weight_bytes) > 0 ? sampler_mem_max(&su, SAMPLER_SEARCH_MAX) : 0;
     out->sampler_oom = canvases > out->sampler_holds;
 }

@@ -502,6 +502,7 @@ START_TEST(summary_rates_and_columns_from_the_requests)
         {"offered_rps", (N - 1) / ((N - 1) * 0.02)},
         {"overloaded", over},
         {"pricing", 0}, /* (text: below) */
+        {"sampler_canvases", 0}, {"sampler_holds", 0}, {"sampler_oom", 0}, /* (NULL: no vLLM sampler) */
     };
     /* (the columns written side by side hold values apart) */
     ck_assert(m.rows_processed != m.missed_decodes && m.ttfb_mean_s != m.queue_mean_s && m.lat_p90_s != m.lat_p99_s &&
@@ -528,7 +529,8 @@ START_TEST(summary_rates_and_columns_from_the_requests)
         else if (strcmp(sqlite3_column_name(st, k), "pricing") == 0) /* (the roofline's alone: no clock, no rounds) */
             ck_assert_str_eq((const char *)sqlite3_column_text(st, k), "roofline");
     for (int k = 0; k < sqlite3_column_count(st); k++) /* (not known here: NULL, not 0) */
-        if (strstr("expected_accuracy accuracy_task interval_json", sqlite3_column_name(st, k)))
+        if (strstr("expected_accuracy accuracy_task interval_json sampler_canvases sampler_holds sampler_oom",
+                   sqlite3_column_name(st, k)))
             ck_assert_int_eq(sqlite3_column_type(st, k), SQLITE_NULL);
     sqlite3_finalize(st);
     sqlite3_close(db);

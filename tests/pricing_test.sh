@@ -127,6 +127,26 @@ assert not t["sampler_oom"] and t["sampler_holds"] >= 16 and mt["holds"] == 16, 
 assert abs(w["peak_mem_bytes"] - t["peak_mem_bytes"] - 10 * 16 * 256 * 262144) <= 0.01 * 10 * 16 * 256 * 262144, \
     (w["peak_mem_bytes"], t["peak_mem_bytes"])
 PY
+# without --max-batch the profile run takes vLLM's default for the card: 1,024 sequences and 8,192 tokens
+# on an H200, 256 and 2,048 on an A100 (EngineArgs.get_batch_defaults); a card whose budget holds the
+# weights but no KV pool (52 GiB at 0.9) starts no vLLM: a step holds none
+for g in h200 a100-80gb; do
+    "$bin" sim --system diffusion-gemma --gpu "$g" --requests 16 --rps 1000 --lengths fixed:256,256 --json --quiet \
+        --no-progress >"$tmp/dg-default-$g.json" 2>&1
+done
+"$bin" mem sampler --max-num-seqs 1024 --max-num-batched-tokens 8192 --code whole --json >"$tmp/sampler-h200.json" 2>&1
+"$bin" mem sampler --gpu a100-80gb --max-num-seqs 256 --max-num-batched-tokens 2048 --code whole --json \
+    >"$tmp/sampler-a100.json" 2>&1
+printf '{"g52": {"mem_gib": 52, "bf16_tflops": 989.4, "mem_bw_gbs": 4800}}\n' >"$tmp/g52.json"
+"$bin" sim --system diffusion-gemma --gpu g52 --gpu-file "$tmp/g52.json" --requests 4 --rps 1000 --lengths fixed:256,256 \
+    --json --quiet --no-progress >"$tmp/dg-g52.json" 2>&1
+python3 - "$tmp"/dg-default-h200.json "$tmp"/dg-default-a100-80gb.json "$tmp"/sampler-h200.json "$tmp"/sampler-a100.json \
+    "$tmp/dg-g52.json" <<'PY' && ok || bad "sim: vLLM's sampler without a cap not judged at vLLM's defaults for the card"
+import json, sys
+h, a, mh, ma, g = (json.load(open(p)) for p in sys.argv[1:])
+assert h["sampler_holds"] == mh["holds"] and a["sampler_holds"] == ma["holds"] and mh["holds"] != ma["holds"], (h, a)
+assert g["num_finished"] == 4 and g["sampler_holds"] == 0 and g["sampler_oom"], g
+PY
 # the database's summary keeps the verdict (NULL where none was judged)
 "$bin" sim --system diffusion-gemma --gpu h200 --max-batch 16 --requests 16 --rps 1000 --lengths fixed:256,256 --quiet \
     --no-progress --db "$tmp/dg.db" >/dev/null 2>&1
@@ -198,6 +218,16 @@ python3 - "$tmp/out" "$tmp/dg-vllm-dgemma.json" <<'PY' && ok || bad "sim: a flee
 import json, sys
 f, w = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert f["sampler_oom"] and f["sampler_canvases"] == 16 and f["sampler_holds"] == w["sampler_holds"], f
+PY
+# both replicas fit, the tighter one (whole, 12 canvases of the 13 it holds) is the fleet's: its largest
+# step and what a step holds come from one replica, never a step of one against the other's room
+printf '1 --impl vllm-dgemma --max-batch 12\n1 --impl vllm-dgemma-tiled --max-batch 16\n' >"$tmp/dg-fleet2.txt"
+"$bin" sim --system diffusion-gemma --gpu h200 --fleet "$tmp/dg-fleet2.txt" --router round-robin --requests 28 --rps 1000 \
+    --lengths fixed:256,256 --json --quiet --no-progress >"$tmp/dg-fleet2.json" 2>&1
+python3 - "$tmp/dg-fleet2.json" <<'PY' && ok || bad "sim: a fleet's vLLM sampler verdict mixes two replicas"
+import json, sys
+f = json.load(open(sys.argv[1]))
+assert not f["sampler_oom"] and (f["sampler_canvases"], f["sampler_holds"]) == (12, 13), f
 PY
 expect 0 "sim, a runtime without vLLM's sampler" -- "$bin" sim --system sglang-dgemma --requests 4 --json --quiet --no-progress
 python3 -c 'import json, sys; assert "sampler_holds" not in json.load(open(sys.argv[1]))' "$tmp/out" && ok || bad "sim: a runtime without vLLM's sampler judged against it"

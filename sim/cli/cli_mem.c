@@ -467,7 +467,7 @@ static int cmd_sampler(const struct mem_args *a)
         return EXIT_USAGE;
     }
     const int64_t slack = su.slack_bytes;
-    const int64_t pool = (int64_t)(a->util * (double)device) - weights - slack;
+    const int64_t pool = sampler_kv_pool(&su, weights);
     if (pool <= 0) {
         fprintf(stderr, "tessera mem sampler: --gpu-memory-utilization %g of %.1f GiB holds no KV pool after %.2f GiB "
                         "of weights and %.2f GiB of the profile run's activations (vLLM refuses to start)\n",

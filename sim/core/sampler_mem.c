@@ -2,6 +2,7 @@
 #include "sampler_mem.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "act_cache.h"
 #include "planner.h"
@@ -38,6 +39,18 @@ void sampler_mem_at(const struct sampler_setup *su, int32_t n, struct sampler_st
     const int64_t softcap = 6 * rows * su->vocab; /* (the bf16 logits beside their fp32 copy) */
     out->need_bytes = TS_MAX(softcap, out->logit_bytes + out->transient_bytes);
     out->oom = out->need_bytes > out->avail_bytes;
+}
+
+void sampler_vllm_defaults(int64_t device_bytes, const char *gpu_name, int32_t *max_num_seqs, int64_t *batched)
+{
+    const bool large = device_bytes >= 70 * (int64_t)TS_GIB && !strstr(gpu_name, "a100");
+    *max_num_seqs = large ? 1024 : 256;
+    *batched = large ? SAMPLER_BATCHED : 2048;
+}
+
+int64_t sampler_kv_pool(const struct sampler_setup *su, int64_t weight_bytes)
+{
+    return (int64_t)(su->util * (double)su->device_bytes) - weight_bytes - su->slack_bytes;
 }
 
 int32_t sampler_mem_max(const struct sampler_setup *su, int32_t max)

@@ -37,6 +37,9 @@
 #define SAMPLER_UTIL 0.9
 #define SAMPLER_BATCHED 8192
 #define SAMPLER_OUTSIDE_GIB 1.0
+/* vLLM's server defaults where the run sets no cap (EngineArgs.get_batch_defaults): a card of 70 GiB or
+ * more, not an A100, 1,024 sequences and 8,192 batched tokens; any other, 256 and 2,048. */
+void sampler_vllm_defaults(int64_t device_bytes, const char *gpu_name, int32_t *max_num_seqs, int64_t *batched);
 
 /* Which sampler an implementation runs: none of vLLM's, its whole one (0.33.0: every canvas at once),
  * or the request-tiled one (PR #45672). */
@@ -73,6 +76,9 @@ int sampler_setup_make(const struct model_cfg *m, int64_t device_bytes, double u
                        struct sampler_setup *out, struct ts_err *err);
 /* The sampler's memory at a step of n canvases under setup su into *out. */
 void sampler_mem_at(const struct sampler_setup *su, int32_t n, struct sampler_step *out);
+/* vLLM's KV pool under setup su with weight_bytes of weights (what its budget holds after them and the
+ * profile run's activations): where it is not positive, vLLM refuses to start. */
+int64_t sampler_kv_pool(const struct sampler_setup *su, int64_t weight_bytes);
 /* The most canvases a step holds without running out of memory, up to max (0: not one). */
 int32_t sampler_mem_max(const struct sampler_setup *su, int32_t max);
 

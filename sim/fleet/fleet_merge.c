@@ -84,10 +84,12 @@ int fleet_merge(struct sim **r, const struct fleet_result *out, double slo, stru
         f->idle_w += m->idle_w;
         f->peak_mem_bytes = TS_MAX(f->peak_mem_bytes, m->peak_mem_bytes);
         f->peak_kv_bytes = TS_MAX(f->peak_kv_bytes, m->peak_kv_bytes);
-        if (m->sampler_holds >= 0) { /* (any replica out of memory fails the fleet) */
-            f->sampler_canvases = TS_MAX(f->sampler_canvases, m->sampler_canvases);
-            f->sampler_holds = f->sampler_holds < 0 ? m->sampler_holds : TS_MIN(f->sampler_holds, m->sampler_holds);
-            f->sampler_oom |= m->sampler_oom;
+        /* (the replica with the least room beside its largest step: out of memory where any is) */
+        if (m->sampler_holds >= 0 && (f->sampler_holds < 0 || m->sampler_holds - m->sampler_canvases <
+                                                                   f->sampler_holds - f->sampler_canvases)) {
+            f->sampler_canvases = m->sampler_canvases;
+            f->sampler_holds = m->sampler_holds;
+            f->sampler_oom = m->sampler_oom;
         }
     }
     f->num_requests += out->refused, f->num_rejected += out->refused;

@@ -178,6 +178,14 @@ int plan_fleet_terms(const struct plan_slo *slo, const struct sim_summary *m, do
     return plan_terms(slo, m, missed, value);
 }
 
+/* A run's verdict from its terms: it holds every term, is not overloaded, and its largest step ran no
+ * vLLM sampler out of memory. */
+static void verdict(struct plan_run *r)
+{
+    r->overloaded = r->m.overloaded;
+    r->held = r->missed < 0 && !r->overloaded && !r->m.sampler_oom;
+}
+
 int plan_judge_fleet(const struct sim_config *workload, const struct plan_fleet *f, const struct plan_slo *slo,
                      struct plan_run *out, struct ts_err *err)
 {
@@ -199,8 +207,7 @@ int plan_judge_fleet(const struct sim_config *workload, const struct plan_fleet 
     fleet_result_free(&r);
     out->request_steps = out->m.request_steps;
     out->missed = plan_fleet_terms(slo, &out->m, out->value);
-    out->overloaded = out->m.overloaded;
-    out->held = out->missed < 0 && !out->overloaded && !out->m.sampler_oom;
+    verdict(out);
     return 0;
 }
 
@@ -246,9 +253,11 @@ int plan_judge(const struct sim_config *base, const struct plan_slo *slo, bool e
                 if (slo->t[k].kind == TERM_SHARE && j++ == bound)
                     out->missed = k;
             sim_destroy(s);
-            const int64_t rejected = out->m.num_rejected;
+            const struct sim_summary at = out->m; /* (the rejected and the largest step so far) */
             memset(&out->m, 0, sizeof out->m);
-            out->m.num_requests = n, out->m.num_rejected = rejected; /* (the rejected so far) */
+            out->m.num_requests = n, out->m.num_rejected = at.num_rejected;
+            out->m.sampler_canvases = at.sampler_canvases, out->m.sampler_holds = at.sampler_holds;
+            out->m.sampler_oom = at.sampler_oom;
             out->stopped = true;
             return 0;
         }
@@ -257,8 +266,7 @@ int plan_judge(const struct sim_config *base, const struct plan_slo *slo, bool e
             return -1;
     }
     out->missed = plan_terms(slo, &out->m, missed, out->value);
-    out->overloaded = out->m.overloaded;
-    out->held = out->missed < 0 && !out->overloaded && !out->m.sampler_oom;
+    verdict(out);
     return 0;
 }
 

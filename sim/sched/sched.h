@@ -1,7 +1,8 @@
 /*
  * sched.h: schedulers, the room sim/sched/: this table and a file a scheduler. A scheduler sees the
- * simulator through sched_view.h alone (the memory book it keeps, the waiting queue, the running set,
- * the memory manager's sim_kv_* and the activation planner's sim_act_peak), and owns three decisions:
+ * simulator through sched_view.h (the memory book it keeps, the waiting queue, the running set, the
+ * memory manager's sim_kv_* and the activation planner's sim_act_peak) and sim.h's accessors (the
+ * model, the card, the configuration), never struct sim, and owns three decisions:
  *   init     size its memory budgets (activation reservation, KV pool) before the run
  *   reject   say why an arriving request can never run (NULL if it can)
  *   build    pack the next step: admit, preempt, choose segments (the step may stay empty)

@@ -143,9 +143,8 @@ static int sglang_init(struct sim *s, struct ts_err *err)
                        (int)p[STEPS_PER_ROUND]);
     struct sglang_round *rd = xcalloc(1, sizeof *rd);
     *sim_sched_state(s) = rd;
-    const int32_t gpus = TS_MAX(sim_config(s)->tp, sim_config(s)->ep);
     if (p[CUDA_GRAPH])
-        rd->graph_cap = TS_MIN((int32_t)p[MAX_RUNNING], sglang_graph_max_bs(sim_gpu(s)->mem_bytes, gpus));
+        rd->graph_cap = TS_MIN((int32_t)p[MAX_RUNNING], sglang_graph_max_bs(sim_gpu(s)->mem_bytes, sim_gpus(s)));
     const int64_t rows = (int64_t)p[MAX_RUNNING] * block;
     m->act_reserved = sim_act_peak(s, rows, rows);
     if (p[SEPARATE]) /* (a prefill round's rows, without logits) */
