@@ -437,6 +437,7 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
         s->sched->init(s, err) || prompts_setup(s, fed, err))
         goto fail;
     summary_at_create(s);
+    sim_sampler_setup(s);
     return s;
 fail:
     sim_destroy(s);

@@ -137,6 +137,7 @@ struct sim {
     /* the step being built / executed */
     struct step_desc sd;
     int32_t peak_canvases;     /* vLLM's sampler: the most segments with logits a step has had (sim_sampler_judge) */
+    int32_t sampler_holds;     /* the canvases a step holds within vLLM's memory (sim_sampler_setup); -1: not judged */
     struct step_desc draft_sd; /* a speculative policy's drafter forward of the step (price_drafter) */
     int64_t now_ns;
     int64_t step_extra_ns; /* swap traffic charged to the current step */
@@ -193,8 +194,9 @@ void sim_requests_free(struct sim *s);
 void sim_remove_running(struct sim *s, int32_t id);
 /* Whether a watched run (sim_set_watch) is now certain to miss one of its bounds: it is then stopped. */
 bool sim_watch_stops(struct sim *s);
-/* The run's largest step held against vLLM's DiffusionGemma sampler memory, into out's sampler_*
- * (sim_sampler.c); out's concurrency_cap set first. */
+/* What a step of vLLM's DiffusionGemma sampler holds within vLLM's memory, once at create (the
+ * scheduler's cap known), and the run's largest step held against it into out's sampler_* (sim_sampler.c). */
+void sim_sampler_setup(struct sim *s);
 void sim_sampler_judge(const struct sim *s, struct sim_summary *out);
 
 #endif

@@ -15,24 +15,30 @@
 /* canvases a step holds at most, searched up to */
 #define SAMPLER_SEARCH_MAX 4096
 
-void sim_sampler_judge(const struct sim *s, struct sim_summary *out)
+void sim_sampler_setup(struct sim *s)
 {
-    out->sampler_canvases = 0, out->sampler_holds = -1, out->sampler_oom = false;
+    s->sampler_holds = -1;
     if (s->impl.sampler == SAMPLER_NONE || s->cfg.tp != 1 || s->cfg.block < 1)
         return;
-    const int32_t canvases = s->peak_canvases; /* (a canvas a request, --block rows, however many it masks) */
     /* the profile run: a logit row a sequence, up to --max-num-seqs (the run's cap, else vLLM's default) */
     int32_t seqs;
     int64_t batched;
     sampler_vllm_defaults(s->gpu.mem_bytes, s->gpu.name, &seqs, &batched);
-    if (out->concurrency_cap > 0)
-        seqs = out->concurrency_cap;
+    if (s->sum.concurrency_cap > 0)
+        seqs = s->sum.concurrency_cap;
     struct sampler_setup su;
     struct ts_err err;
     if (sampler_setup_make(&s->model, s->gpu.mem_bytes, SAMPLER_UTIL, SAMPLER_OUTSIDE_GIB, batched, seqs,
                            s->cfg.block, SAMPLER_COPIES, s->impl.sampler == SAMPLER_TILED, &su, &err))
         return; /* (the caching planner refusing the profile run's forward: not judged) */
-    out->sampler_canvases = canvases;
-    out->sampler_holds = sampler_kv_pool(&su, s->mem.weight_bytes) > 0 ? sampler_mem_max(&su, SAMPLER_SEARCH_MAX) : 0;
-    out->sampler_oom = canvases > out->sampler_holds;
+    s->sampler_holds = sampler_kv_pool(&su, s->mem.weight_bytes) > 0 ? sampler_mem_max(&su, SAMPLER_SEARCH_MAX) : 0;
+}
+
+void sim_sampler_judge(const struct sim *s, struct sim_summary *out)
+{
+    /* (a canvas a request, --block rows, however many of them it masks) */
+    const bool judged = s->sampler_holds >= 0;
+    out->sampler_holds = s->sampler_holds;
+    out->sampler_canvases = judged ? s->peak_canvases : 0;
+    out->sampler_oom = judged && out->sampler_canvases > out->sampler_holds;
 }
